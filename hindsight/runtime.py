@@ -1,0 +1,222 @@
+"""Resources (clients and embedded servers) opened once per process and passed down to services.
+
+Nothing here runs at import time. :func:`open_resources` is an async context manager that owns every
+client a process needs; each resource is opened on first use, so a guard-only process never loads
+the embedding model or opens the vector store. In ``local`` mode an empty URL means an embedded
+store under ``data_dir`` (qdrant-edge, chdb, Valkey/Redis) and an empty Kafka bootstrap means an
+embedded Tansu broker (only :func:`embedded_broker` starts it: standalone services need a broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from faststream import FastStream
+from faststream.kafka import KafkaBroker
+
+from hindsight.consumer import Stage, subscribe
+from hindsight.errors import ConfigurationError
+from hindsight.publisher import EventPublisher
+from hindsight.settings import AllSettings, KafkaSettings
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from hindsight.inference.embedder import Embedder
+    from hindsight.stores.accesslog import AccessLogStore
+    from hindsight.stores.vector import VectorStore
+
+log = logging.getLogger("hindsight.runtime")
+
+
+def make_broker(kafka: KafkaSettings, bootstrap: str | None = None) -> KafkaBroker:
+    """A FastStream ``KafkaBroker`` with ``acks=all``; ``bootstrap`` overrides the setting.
+
+    Raises:
+        ConfigurationError: no bootstrap address is known.
+    """
+    servers = bootstrap or kafka.bootstrap
+    if not servers:
+        raise ConfigurationError(
+            "no Kafka broker: set HINDSIGHT_KAFKA_BOOTSTRAP=host:port, or run 'hindsight up' which "
+            "starts an embedded broker"
+        )
+    quiet = logging.getLogger("hindsight.faststream")
+    return KafkaBroker(
+        servers,
+        acks="all",
+        enable_idempotence=kafka.idempotent,
+        client_id="hindsight",
+        logger=quiet,
+        log_level=logging.DEBUG,
+    )
+
+
+@contextmanager
+def embedded_broker(settings: AllSettings) -> Iterator[str]:
+    """Yield a bootstrap address: the configured one, or an embedded Tansu broker on loopback.
+
+    Tansu is memory-only (not durable): fine for the embedded default and demos, not production.
+    """
+    if settings.kafka.bootstrap:
+        yield settings.kafka.bootstrap
+        return
+    if settings.runtime.mode == "production":
+        raise ConfigurationError("production mode needs HINDSIGHT_KAFKA_BOOTSTRAP")
+    from hindsight.brokers.tansu import TansuBroker  # noqa: PLC0415 (only the embedded default needs it)
+
+    work = settings.runtime.data_dir / "tansu"
+    work.mkdir(parents=True, exist_ok=True)
+    with TansuBroker(work) as broker:
+        log.info("embedded Kafka-protocol broker (Tansu) on %s", broker.bootstrap)
+        yield broker.bootstrap
+
+
+class Resources:
+    """Clients of one process; created by :func:`open_resources`, passed to every service."""
+
+    def __init__(self, settings: AllSettings, broker: KafkaBroker, stack: AsyncExitStack) -> None:
+        self.settings = settings
+        self.broker = broker
+        self._stack = stack
+        self._cache: dict[str, Any] = {}
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        """Long-running jobs (e.g. the eviction schedule) the runner starts once the broker is up."""
+
+    def publisher(self) -> EventPublisher:
+        """A fresh publisher for one batch or request."""
+        return EventPublisher(self.broker)
+
+    def subscribe(self, stage: Stage[Any], topics: Sequence[str], group: str) -> None:
+        """Register ``stage`` on the broker in consumer group ``<prefix>-<group>`` (batch settings from env)."""
+        kafka = self.settings.kafka
+        subscribe(
+            self.broker,
+            stage,
+            topics=topics,
+            group_id=kafka.group(group),
+            publisher_factory=self.publisher,
+            max_records=kafka.max_batch,
+            batch_timeout_ms=kafka.batch_timeout_ms,
+            session_timeout_ms=kafka.session_timeout_ms,
+        )
+
+    def _data_dir(self, name: str) -> Path:
+        path = (self.settings.runtime.data_dir / name).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def embedder(self) -> Embedder:
+        """The embedder (loads the model on first use)."""
+        if "embedder" not in self._cache:
+            from hindsight.inference.embedder import build_embedder  # noqa: PLC0415
+
+            self._cache["embedder"] = build_embedder(self.settings.embedder)
+        return self._cache["embedder"]  # type: ignore[no-any-return]
+
+    def vector_store(self) -> VectorStore:
+        """Qdrant server by URL, or the embedded Qdrant engine under ``data_dir/qdrant``."""
+        if "vectors" not in self._cache:
+            cfg = self.settings.qdrant
+            dim = self.settings.embedder.dim
+            store: VectorStore
+            if cfg.url:
+                from qdrant_client import QdrantClient  # noqa: PLC0415
+
+                from hindsight.stores.vector_qdrant import QdrantVectorStore  # noqa: PLC0415
+
+                key = cfg.api_key.get_secret_value() if cfg.api_key else None
+                store = QdrantVectorStore(QdrantClient(url=cfg.url, api_key=key), cfg.collection, dim)
+            else:
+                from hindsight.stores.vector_edge import EdgeVectorStore  # noqa: PLC0415
+
+                store = EdgeVectorStore(self._data_dir("qdrant") / cfg.collection, dim)
+            self._stack.callback(store.close)
+            self._cache["vectors"] = store
+        return self._cache["vectors"]  # type: ignore[no-any-return]
+
+    def access_log(self) -> AccessLogStore:
+        """ClickHouse access log: server by DSN, or embedded chdb under ``data_dir/clickhouse``."""
+        if "accesslog" not in self._cache:
+            import clickhouse_connect  # noqa: PLC0415
+
+            from hindsight.stores.accesslog import AccessLogStore  # noqa: PLC0415
+
+            dsn = self.settings.clickhouse.dsn or f"chdb://{self._data_dir('clickhouse')}"
+            client = clickhouse_connect.get_client(dsn=dsn)
+            self._stack.callback(client.close)
+            store = AccessLogStore(client, self.settings.clickhouse.table)
+            store.ensure_schema()
+            self._cache["accesslog"] = store
+        return self._cache["accesslog"]  # type: ignore[no-any-return]
+
+    async def redis(self) -> Redis:
+        """Async Redis client: by URL, or an embedded Valkey/Redis server with AOF under ``data_dir/redis``."""
+        if "redis" not in self._cache:
+            from redis.asyncio import Redis as AsyncRedis  # noqa: PLC0415
+
+            url = self.settings.redis.url
+            if not url:
+                from hindsight.stores.redis_server import EmbeddedRedis  # noqa: PLC0415
+
+                server = self._stack.enter_context(EmbeddedRedis(self._data_dir("redis")))
+                url = server.url
+            client = AsyncRedis.from_url(url)
+            self._stack.push_async_callback(client.aclose)
+            self._cache["redis"] = client
+        return self._cache["redis"]  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def open_resources(settings: AllSettings, broker: KafkaBroker) -> AsyncIterator[Resources]:
+    """Open a :class:`Resources` whose clients close (in reverse order) on exit."""
+    async with AsyncExitStack() as stack:
+        yield Resources(settings, broker, stack)
+
+
+@asynccontextmanager
+async def run_background(resources: Resources) -> AsyncIterator[list[asyncio.Task[None]]]:
+    """Run ``resources.background`` jobs as tasks; cancel and await them on exit."""
+    tasks = [asyncio.create_task(job(), name=getattr(job, "__name__", "job")) for job in resources.background]
+    try:
+        yield tasks
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+Register = Callable[[Resources], Any]
+"""A service's ``register(resources)``: adds its subscribers (and background tasks) to the broker."""
+
+
+def service_app(register: Register, *, settings: AllSettings | None = None) -> FastStream:
+    """Build a standalone FastStream app for one service (``faststream run pkg.app:create_app --factory``).
+
+    Settings are read here (inside the factory, never at import); resources are opened in the app's
+    lifespan and the service's subscribers registered before the broker starts.
+    """
+    cfg = settings or AllSettings()
+    broker = make_broker(cfg.kafka)
+
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        from hindsight.observability import configure_logging  # noqa: PLC0415
+
+        configure_logging(cfg.runtime)
+        async with open_resources(cfg, broker) as resources:
+            await _maybe_await(register(resources))
+            async with run_background(resources):
+                yield
+
+    return FastStream(broker, lifespan=lifespan)
+
+
+async def _maybe_await(value: Any) -> None:
+    if hasattr(value, "__await__"):
+        await value

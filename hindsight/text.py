@@ -1,0 +1,107 @@
+"""Light, rule-based text features shared by the write-trigger and reflection.
+
+Deliberately simple and documented: proper-noun entities (capitalised words that do not start a
+sentence, and runs of them), coarse intents, and topic tags. Multilingual segmentation (jieba) and
+model-based extraction arrive with the recall work; these rules are the baseline they must beat.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n)\s*[\"'(]?$")
+_NOT_ENTITIES = frozenset(
+    """I I'm I've I'd I'll Im Ive Hey Hi Hello Yes No Yeah Yep Wow Oh Ok Okay Thanks Thank Sure Great Cool
+    Awesome Nice Mon Tue Wed Thu Fri Sat Sun Monday Tuesday Wednesday Thursday Friday Saturday Sunday
+    January February March April May June July August September October November December Mr Mrs Ms Dr
+    Haha Lol Omg Congrats Congratulations Bye Good Well So And But Or The A An It That This Wish""".split()
+)
+
+
+def entities(text: str, *, limit: int = 12) -> tuple[str, ...]:
+    """Proper-noun entities in ``text``: capitalised words not at a sentence start, merged into runs.
+
+    ``"I met Jon Snow in New York"`` gives ``("Jon Snow", "New York")``. Case-preserving, deduplicated,
+    in order of first appearance, at most ``limit``. CJK text yields nothing yet.
+    """
+    found: list[str] = []
+    run: list[str] = []
+    last_end = -1
+    for match in _WORD.finditer(text):
+        word = match.group(0).rstrip("'-")
+        starts_sentence = bool(_SENTENCE_START.search(text[: match.start()]))
+        is_name = word[:1].isupper() and word not in _NOT_ENTITIES and not starts_sentence and len(word) > 1
+        contiguous = run and text[last_end : match.start()].strip() == ""
+        if is_name and (contiguous or not run):
+            run.append(word)
+        else:
+            _close_run(run, found)
+            run = [word] if is_name else []
+        last_end = match.end()
+    _close_run(run, found)
+    return tuple(found[:limit])
+
+
+def _close_run(run: list[str], found: list[str]) -> None:
+    if run:
+        name = " ".join(run)
+        if name not in found:
+            found.append(name)
+
+
+_INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("preference", re.compile(
+        r"\b(i|we)\s+(really\s+)?(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b|\bfavou?rite\b"
+        r"|\ballergic\b|喜欢|讨厌|偏好|过敏", re.I)),
+    ("plan", re.compile(
+        r"\b(i|we)('m| am| are|'re)?\s+(going to|gonna|planning|plan to|will|'ll)\b|\bnext (week|month|year)\b"
+        r"|\btomorrow\b|打算|计划|明天|下周", re.I)),
+    ("event", re.compile(
+        r"\b(i|we)\s+(just\s+)?(went|visited|started|finished|joined|adopted|bought|moved|got|made|took|"
+        r"painted|ran|signed|lost|won|attended|met|became|decided|booked)\b|\byesterday\b|\blast (week|month|year)\b"
+        r"|昨天|上周|去了", re.I)),
+    ("fact", re.compile(
+        r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+|\bi\s+work\b|我是|我的|我有", re.I)),
+    ("question", re.compile(r"\?\s*$|^(what|how|why|when|where|who|do you|did you|are you)\b|吗[？?]?$", re.I)),
+)
+
+
+def intent(text: str) -> str:
+    """Coarse intent: ``preference``, ``plan``, ``event``, ``fact``, ``question`` or ``chatter``.
+
+    The first matching rule wins, in that order.
+    """
+    for label, pattern in _INTENT_RULES:
+        if pattern.search(text):
+            return label
+    return "chatter"
+
+
+_TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("health", re.compile(
+        r"\b(allerg\w*|doctor|hospital|medic\w*|diagnos\w*|therapy|therapist|surgery|illness|sick|injur\w*|"
+        r"pregnan\w*|prescription|symptom\w*|disease)\b|过敏|医院|医生|药|病", re.I)),
+)
+
+
+def tags(text: str) -> tuple[str, ...]:
+    """Topic tags recall can require or exclude (DESIGN.md section 6), e.g. ``("health",)``."""
+    return tuple(label for label, pattern in _TAG_RULES if pattern.search(text))
+
+
+@dataclass(frozen=True)
+class TextFeatures:
+    """Features of one text used by the write-trigger."""
+
+    entities: tuple[str, ...]
+    intent: str
+    tags: tuple[str, ...]
+    words: int
+
+
+def features(text: str) -> TextFeatures:
+    """All features of ``text`` at once; ``words`` counts Latin words plus CJK characters / 2."""
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    return TextFeatures(entities(text), intent(text), tags(text), len(_WORD.findall(text)) + cjk // 2)
