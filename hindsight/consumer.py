@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from faststream import Context
+from faststream.kafka.annotations import KafkaMessage
 from faststream.middlewares import AckPolicy
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
@@ -40,7 +40,6 @@ from schemas import DeadLetter, Topic
 if TYPE_CHECKING:
     from aiokafka import ConsumerRecord
     from faststream.kafka import KafkaBroker
-    from faststream.kafka.message import KafkaMessage
 
     from hindsight.publisher import EventPublisher
 
@@ -142,9 +141,9 @@ def dead_letter(stage: str, rejection: Rejection) -> DeadLetter:
     )
 
 
-def split_records(stage: Stage[E], records: Sequence[ConsumerRecord[Any, Any]]) -> tuple[
-    list[Envelope[E]], list[Rejection]
-]:
+def split_records(
+    stage: Stage[E], records: Sequence[ConsumerRecord[Any, Any]]
+) -> tuple[list[Envelope[E]], list[Rejection]]:
     """Parse every record; return the valid envelopes and the rejections, in offset order."""
     valid: list[Envelope[E]] = []
     rejected: list[Rejection] = []
@@ -166,7 +165,9 @@ def split_records(stage: Stage[E], records: Sequence[ConsumerRecord[Any, Any]]) 
     return valid, rejected
 
 
-def _rejection(rec: ConsumerRecord[Any, Any], raw: bytes, key: bytes | None, kind: str, why: str) -> Rejection:
+def _rejection(
+    rec: ConsumerRecord[Any, Any], raw: bytes, key: bytes | None, kind: str, why: str
+) -> Rejection:
     return Rejection(rec.topic, rec.partition, rec.offset, key, raw, kind, why)
 
 
@@ -261,7 +262,7 @@ def subscribe(
         description=(stage.__doc__ or stage.name).strip().splitlines()[0],
         decoder=_keep_bytes,
     )
-    async def _consume(body: Any, message: KafkaMessage = Context("message")) -> None:  # noqa: ARG001
+    async def _consume(body: Any, message: KafkaMessage) -> None:
         raw = message.raw_message
         records = raw if isinstance(raw, tuple) else (raw,)
         await run_batch(stage, records, publisher_factory())

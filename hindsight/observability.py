@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 def configure_logging(runtime: RuntimeSettings) -> None:
     """Route every standard-library logger through structlog's formatter (idempotent)."""
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if runtime.log_json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if runtime.log_json
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[

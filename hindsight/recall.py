@@ -72,7 +72,9 @@ def _age_days(payload: dict[str, Any], reference: datetime) -> float:
     return (reference.timestamp() - created_ts) / SECONDS_PER_DAY
 
 
-def rank(hits: Sequence[ScoredRecord], reference_time: datetime, params: RecallParams) -> list[RecalledMemory]:
+def rank(
+    hits: Sequence[ScoredRecord], reference_time: datetime, params: RecallParams
+) -> list[RecalledMemory]:
     """Floor, time-weight, blend, dedupe, order and cut ``hits`` (steps 3-6 above). Pure.
 
     Args:
@@ -91,7 +93,9 @@ def rank(hits: Sequence[ScoredRecord], reference_time: datetime, params: RecallP
             continue
         tw = scoring.time_weight(_age_days(hit.payload, reference_time), params.time_mode)
         scored.append(
-            RecalledMemory(hit.id, hit.payload, hit.score, tw, scoring.blend(hit.score, tw, params.time_share))
+            RecalledMemory(
+                hit.id, hit.payload, hit.score, tw, scoring.blend(hit.score, tw, params.time_share)
+            )
         )
     scored.sort(key=lambda m: (-m.final_score, m.id))
     kept: dict[str, RecalledMemory] = {}
@@ -104,8 +108,12 @@ def rank(hits: Sequence[ScoredRecord], reference_time: datetime, params: RecallP
         newer = float(mem.payload.get("created_ts", 0)) > float(current.payload.get("created_ts", 0))
         winner, loser = (mem, current) if newer else (current, mem)
         kept[key] = RecalledMemory(
-            winner.id, winner.payload, max(winner.similarity, loser.similarity), winner.time_weight,
-            max(winner.final_score, loser.final_score), duplicates=(*winner.duplicates, loser.id, *loser.duplicates),
+            winner.id,
+            winner.payload,
+            max(winner.similarity, loser.similarity),
+            winner.time_weight,
+            max(winner.final_score, loser.final_score),
+            duplicates=(*winner.duplicates, loser.id, *loser.duplicates),
         )
     best = sorted(kept.values(), key=lambda m: (-m.final_score, m.id))[: params.top_k]
     if params.order == "chronological":

@@ -12,6 +12,7 @@ from typing import Any
 from schemas import Memory
 
 _DERIVED = ("created_ts", "stored_ts", "last_accessed_ts")
+_BOOKKEEPING = ("merged_ids", "merged_event_ids", "merged_refs", "expired_ts", "eviction_score")
 
 
 def to_payload(memory: Memory, *, merged_ids: list[str] | None = None) -> dict[str, Any]:
@@ -33,6 +34,30 @@ def from_payload(payload: dict[str, Any]) -> Memory:
     return Memory.model_validate({k: v for k, v in payload.items() if k not in _DERIVED})
 
 
+def with_merged_provenance(payload: dict[str, Any]) -> Memory:
+    """The memory with the provenance of near-duplicates merged into it added to its own.
+
+    Used where a memory stands for everything it absorbed (episode consolidation); recall keeps the
+    memory's own provenance so a citation stays precise.
+    """
+    memory = from_payload(payload)
+    events = tuple(payload.get("merged_event_ids", ()))
+    refs = tuple(payload.get("merged_refs", ()))
+    if not events and not refs:
+        return memory
+    prov = memory.provenance
+    return memory.model_copy(
+        update={
+            "provenance": prov.model_copy(
+                update={
+                    "event_ids": (*prov.event_ids, *events),
+                    "external_refs": (*prov.external_refs, *refs),
+                }
+            )
+        }
+    )
+
+
 def public_view(payload: dict[str, Any]) -> dict[str, Any]:
     """What the gateway returns for a memory: the record without internal bookkeeping fields."""
-    return {k: v for k, v in payload.items() if k not in (*_DERIVED, "merged_ids")}
+    return {k: v for k, v in payload.items() if k not in (*_DERIVED, *_BOOKKEEPING)}

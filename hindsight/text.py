@@ -13,10 +13,82 @@ from dataclasses import dataclass
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n)\s*[\"'(]?$")
 _NOT_ENTITIES = frozenset(
-    """I I'm I've I'd I'll Im Ive Hey Hi Hello Yes No Yeah Yep Wow Oh Ok Okay Thanks Thank Sure Great Cool
-    Awesome Nice Mon Tue Wed Thu Fri Sat Sun Monday Tuesday Wednesday Thursday Friday Saturday Sunday
-    January February March April May June July August September October November December Mr Mrs Ms Dr
-    Haha Lol Omg Congrats Congratulations Bye Good Well So And But Or The A An It That This Wish""".split()
+    (
+        "I",
+        "I'm",
+        "I've",
+        "I'd",
+        "I'll",
+        "Im",
+        "Ive",
+        "Hey",
+        "Hi",
+        "Hello",
+        "Yes",
+        "No",
+        "Yeah",
+        "Yep",
+        "Wow",
+        "Oh",
+        "Ok",
+        "Okay",
+        "Thanks",
+        "Thank",
+        "Sure",
+        "Great",
+        "Cool",
+        "Awesome",
+        "Nice",
+        "Mon",
+        "Tue",
+        "Wed",
+        "Thu",
+        "Fri",
+        "Sat",
+        "Sun",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+        "Mr",
+        "Mrs",
+        "Ms",
+        "Dr",
+        "Haha",
+        "Lol",
+        "Omg",
+        "Congrats",
+        "Congratulations",
+        "Bye",
+        "Good",
+        "Well",
+        "So",
+        "And",
+        "But",
+        "Or",
+        "The",
+        "A",
+        "An",
+        "It",
+        "That",
+        "This",
+        "Wish",
+    )
 )
 
 
@@ -52,19 +124,42 @@ def _close_run(run: list[str], found: list[str]) -> None:
 
 
 _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("preference", re.compile(
-        r"\b(i|we)\s+(really\s+)?(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b|\bfavou?rite\b"
-        r"|\ballergic\b|喜欢|讨厌|偏好|过敏", re.I)),
-    ("plan", re.compile(
-        r"\b(i|we)('m| am| are|'re)?\s+(going to|gonna|planning|plan to|will|'ll)\b|\bnext (week|month|year)\b"
-        r"|\btomorrow\b|打算|计划|明天|下周", re.I)),
-    ("event", re.compile(
-        r"\b(i|we)\s+(just\s+)?(went|visited|started|finished|joined|adopted|bought|moved|got|made|took|"
-        r"painted|ran|signed|lost|won|attended|met|became|decided|booked)\b|\byesterday\b|\blast (week|month|year)\b"
-        r"|昨天|上周|去了", re.I)),
-    ("fact", re.compile(
-        r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+|\bi\s+work\b|我是|我的|我有", re.I)),
-    ("question", re.compile(r"\?\s*$|^(what|how|why|when|where|who|do you|did you|are you)\b|吗[？?]?$", re.I)),
+    (
+        "preference",
+        re.compile(
+            r"\b(i|we)\s+(really\s+)?(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b|\bfavou?rite\b"
+            r"|\ballergic\b|喜欢|讨厌|偏好|过敏",
+            re.I,
+        ),
+    ),
+    (
+        "plan",
+        re.compile(
+            r"\b(i|we)('m| am| are|'re)?\s+(going to|gonna|planning|plan to|will|'ll)\b"
+            r"|\bnext (week|month|year)\b|\btomorrow\b|打算|计划|明天|下周",
+            re.I,
+        ),
+    ),
+    (
+        "event",
+        re.compile(
+            r"\b(i|we)\s+(just\s+)?(went|visited|started|finished|joined|adopted|bought|moved|got|made|took|"
+            r"painted|ran|signed|lost|won|attended|met|became|decided|booked)\b"
+            r"|\byesterday\b|\blast (week|month|year)\b"
+            r"|昨天|上周|去了",
+            re.I,
+        ),
+    ),
+    (
+        "fact",
+        re.compile(
+            r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+|\bi\s+work\b|我是|我的|我有", re.I
+        ),
+    ),
+    (
+        "question",
+        re.compile(r"\?\s*$|^(what|how|why|when|where|who|do you|did you|are you)\b|吗[？?]?$", re.I),
+    ),
 )
 
 
@@ -80,9 +175,14 @@ def intent(text: str) -> str:
 
 
 _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("health", re.compile(
-        r"\b(allerg\w*|doctor|hospital|medic\w*|diagnos\w*|therapy|therapist|surgery|illness|sick|injur\w*|"
-        r"pregnan\w*|prescription|symptom\w*|disease)\b|过敏|医院|医生|药|病", re.I)),
+    (
+        "health",
+        re.compile(
+            r"\b(allerg\w*|doctor|hospital|medic\w*|diagnos\w*|therapy|therapist|surgery|illness|sick|injur\w*|"
+            r"pregnan\w*|prescription|symptom\w*|disease)\b|过敏|医院|医生|药|病",
+            re.I,
+        ),
+    ),
 )
 
 

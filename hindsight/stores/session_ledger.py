@@ -39,7 +39,9 @@ class SessionLedger:
         ttl_s: idle lifetime of a session's ledger (seconds, default 7 days).
     """
 
-    def __init__(self, redis: Redis, ttl_s: int = 7 * 86_400, *, key_prefix: str = "hindsight:ledger") -> None:
+    def __init__(
+        self, redis: Redis, ttl_s: int = 7 * 86_400, *, key_prefix: str = "hindsight:ledger"
+    ) -> None:
         self._redis = redis
         self._ttl = ttl_s
         self._prefix = key_prefix
@@ -49,8 +51,46 @@ class SessionLedger:
         tag = ":".join(quote(p, safe="") for p in (tenant_id, user_id, session_id))
         return f"{self._prefix}:{{{tag}}}:events", f"{self._prefix}:{{{tag}}}:kept"
 
-    async def record(self, tenant_id: str, user_id: str, session_id: str, event_id: str,
-                     kept_memory_id: str | None) -> int:
+    def _stored_key(self, tenant_id: str, user_id: str, session_id: str) -> str:
+        tag = ":".join(quote(p, safe="") for p in (tenant_id, user_id, session_id))
+        return f"{self._prefix}:{{{tag}}}:stored"
+
+    async def mark_stored(self, tenant_id: str, user_id: str, session_id: str, memory_ids: list[str]) -> None:
+        """Record that these kept candidates reached the vector store (stored, or merged into a
+        near-duplicate). Idempotent.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        if not memory_ids:
+            return
+        key = self._stored_key(tenant_id, user_id, session_id)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.sadd(key, *memory_ids)
+                pipe.expire(key, self._ttl)
+                await pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailableError(f"session ledger write failed: {exc}") from exc
+
+    async def pending(self, tenant_id: str, user_id: str, session_id: str) -> tuple[int, set[str]]:
+        """``(events processed, kept memory ids not yet stored or merged)`` of a session.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        events, kept = self._keys(tenant_id, user_id, session_id)
+        stored = self._stored_key(tenant_id, user_id, session_id)
+        try:
+            count = await self._redis.hlen(events)
+            missing = await self._redis.sdiff([kept, stored])
+        except RedisError as exc:
+            raise StoreUnavailableError(f"session ledger read failed: {exc}") from exc
+        return int(count), {i.decode() if isinstance(i, bytes) else str(i) for i in missing}
+
+    async def record(
+        self, tenant_id: str, user_id: str, session_id: str, event_id: str, kept_memory_id: str | None
+    ) -> int:
         """Record ``event_id`` as processed (and its kept memory, if any); return its 0-based ordinal.
 
         Raises:
@@ -58,20 +98,8 @@ class SessionLedger:
         """
         events, kept = self._keys(tenant_id, user_id, session_id)
         try:
-            return int(await self._record(keys=[events, kept], args=[event_id, kept_memory_id or "", self._ttl]))
+            return int(
+                await self._record(keys=[events, kept], args=[event_id, kept_memory_id or "", self._ttl])
+            )
         except RedisError as exc:
             raise StoreUnavailableError(f"session ledger write failed: {exc}") from exc
-
-    async def processed(self, tenant_id: str, user_id: str, session_id: str) -> tuple[int, set[str]]:
-        """``(events processed, kept memory ids)`` of a session.
-
-        Raises:
-            StoreUnavailableError: Redis did not answer.
-        """
-        events, kept = self._keys(tenant_id, user_id, session_id)
-        try:
-            count = await self._redis.hlen(events)
-            ids = await self._redis.smembers(kept)
-        except RedisError as exc:
-            raise StoreUnavailableError(f"session ledger read failed: {exc}") from exc
-        return int(count), {i.decode() if isinstance(i, bytes) else str(i) for i in ids}

@@ -15,8 +15,12 @@ KNOBS = {"expire_below": 0.15, "retention_days": 30.0, "decay_per_day": 0.05}
 
 
 def payload(importance: float, days_since_access: float, **extra: object) -> dict[str, object]:
-    return {"status": "active", "importance": importance,
-            "last_accessed_ts": (NOW - timedelta(days=days_since_access)).timestamp(), **extra}
+    return {
+        "status": "active",
+        "importance": importance,
+        "last_accessed_ts": (NOW - timedelta(days=days_since_access)).timestamp(),
+        **extra,
+    }
 
 
 def test_fresh_memory_is_kept() -> None:
@@ -28,7 +32,7 @@ def test_stale_unimportant_memory_expires_with_valid_to() -> None:
     assert d.action == "expire"
     assert d.updates["status"] == "expired"
     assert d.updates["valid_to"] == NOW.isoformat()
-    assert d.score == pytest.approx(0.04 + 0.3 * 2.718281828 ** -2)
+    assert d.score == pytest.approx(0.04 + 0.3 * 2.718281828**-2)
 
 
 def test_logged_accesses_rescue_a_stale_memory_and_refresh_counters() -> None:

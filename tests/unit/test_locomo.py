@@ -14,7 +14,8 @@ pytestmark = pytest.mark.unit
 SAMPLE = {
     "sample_id": "conv-x",
     "conversation": {
-        "speaker_a": "A", "speaker_b": "B",
+        "speaker_a": "A",
+        "speaker_b": "B",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "A", "dia_id": "D1:1", "text": "Hi B!"},
@@ -42,8 +43,13 @@ def test_session_time_is_parsed_as_utc() -> None:
 def test_conversation_events_keep_dates_refs_and_close_each_session() -> None:
     conv = locomo.conversation(SAMPLE)
     kinds = [type(e).__name__ for e in conv.events]
-    assert kinds == ["InteractionEvent", "InteractionEvent", "SessionClosedEvent", "InteractionEvent",
-                     "SessionClosedEvent"]
+    assert kinds == [
+        "InteractionEvent",
+        "InteractionEvent",
+        "SessionClosedEvent",
+        "InteractionEvent",
+        "SessionClosedEvent",
+    ]
     first, second = conv.events[0], conv.events[1]
     assert isinstance(first, InteractionEvent)
     assert isinstance(second, InteractionEvent)

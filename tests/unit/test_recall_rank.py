@@ -16,7 +16,9 @@ NOW = datetime(2024, 6, 1, tzinfo=UTC)
 
 def hit(mid: str, score: float, days_old: float, content: str | None = None) -> ScoredRecord:
     created = NOW - timedelta(days=days_old)
-    return ScoredRecord(mid, score, {"content": content or f"memory {mid}", "created_ts": created.timestamp()})
+    return ScoredRecord(
+        mid, score, {"content": content or f"memory {mid}", "created_ts": created.timestamp()}
+    )
 
 
 def test_similarity_floor_drops_weak_matches() -> None:
@@ -38,8 +40,11 @@ def test_time_share_zero_is_pure_similarity() -> None:
 
 
 def test_identical_content_collapses_to_newest_version() -> None:
-    out = rank([hit("v1", 0.95, 40, "User prefers window seats."), hit("v2", 0.90, 3, "user prefers window seats")],
-               NOW, RecallParams())
+    out = rank(
+        [hit("v1", 0.95, 40, "User prefers window seats."), hit("v2", 0.90, 3, "user prefers window seats")],
+        NOW,
+        RecallParams(),
+    )
     assert [m.id for m in out] == ["v2"]
     assert out[0].duplicates == ("v1",)
 

@@ -37,7 +37,9 @@ def test_unimportant_unused_memory_expires_after_about_a_month() -> None:
     assert month < scoring.EXPIRE_BELOW
 
 
-@pytest.mark.parametrize(("age", "weight"), [(0, 1.0), (7, 1.0), (7.01, 0.8), (30, 0.8), (30.5, 0.6), (400, 0.6)])
+@pytest.mark.parametrize(
+    ("age", "weight"), [(0, 1.0), (7, 1.0), (7.01, 0.8), (30, 0.8), (30.5, 0.6), (400, 0.6)]
+)
 def test_step_time_weight_boundaries(age: float, weight: float) -> None:
     assert scoring.time_weight(age, "step") == weight
 

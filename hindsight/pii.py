@@ -1,0 +1,591 @@
+"""Rule-based detection and redaction of PII and secrets (DESIGN.md section 6).
+
+DESIGN.md section 6 asks the guard to find phone numbers (CN mobile and international), e-mail, CN
+resident IDs (with checksum), bank cards (Luhn), passport numbers, IP addresses and API
+keys/tokens/passwords, and to apply one action per type: ``redact`` (``[REDACTED:type]``), ``mask``
+or ``block``. This module is that rule set: pure functions over a string, no I/O, no model.
+
+Detectors and the validation each one applies (a candidate that fails validation is not a finding):
+
+==============  ==============================================================================
+type            rule
+==============  ==============================================================================
+email           ``local@domain.tld``; domain labels non-empty, TLD alphabetic (RFC 5321 shape)
+phone           CN mobile ``1[3-9]x`` + 8 digits, optional ``+86``/``0086``, spaces/dashes in
+                3-4-4 groups (MIIT numbering plan); international numbers that start with ``+``
+                and have 8-15 digits (ITU-T E.164); NANP ``(555) 123-4567`` / ``555-123-4567``
+                with separators; CN landlines with an area code ``010-88886666``. A bare digit
+                run is never a phone, so years, dates, times, money and ids like ``D1:3`` pass.
+cn_id           18 characters, region code (GB/T 2260 province prefix), a real birth date in
+                1900-2099, ISO 7064 MOD 11-2 check character (GB 11643-1999).
+bank_card       13-19 digits, contiguous or in 4-digit (or Amex 4-6-5) groups, first digit 2-6
+                (ISO/IEC 7812 major industry identifiers of payment cards), Luhn checksum.
+passport        ``E12345678``-style (letter + 8 digits, two letters + 7 digits) or 9 digits,
+                only within a short window of a passport keyword ("passport", "护照", ...).
+ip              IPv4/IPv6 validated by :mod:`ipaddress`; loopback and unspecified addresses
+                (``127.0.0.1``, ``::1``, ``0.0.0.0``) identify nobody and are skipped (our choice).
+api_key         ``sk-...``, ``sk_live_...``, ``AKIA...`` (AWS), ``AIza...`` (Google), and
+                ``api_key = <value>`` style assignments with a random-looking value.
+token           GitHub ``ghp_...``/``github_pat_...``, Slack ``xox[abposr]-...``, JWTs
+                ``eyJ...``, ``Bearer <token>``, ``access_token = <value>`` assignments.
+private_key     PEM ``-----BEGIN ... PRIVATE KEY-----`` blocks (to the END line or the text end).
+password        ``password: ...``, ``密码：...``, ``pwd=...``; "my password is X" / "密码是X" when X
+                looks like a password (quoted, or has a digit or symbol); ``scheme://user:pw@host``.
+==============  ==============================================================================
+
+Default actions (DESIGN.md section 6 lists the actions; the split is the issue's): personal data
+(email, phone, cn_id, bank_card, passport, ip) is redacted; secrets (api_key, token, private_key,
+password) block the whole message. ``keep`` (report but leave the text alone) is our addition so an
+operator can switch one type off without losing the count.
+
+Text handling: no ``\\b`` word boundaries (Python treats CJK characters as word characters, so
+``\\b`` fails in "号码13812345678"); boundaries are explicit ASCII look-arounds. Full-width ASCII
+(``１３８``, ``＠``, ``：``) is folded to ASCII one character for one character before matching,
+so offsets stay valid and findings point into the original text.
+
+Overlaps: a finding whose action is ``block`` always wins (a redaction must never hide a secret);
+otherwise the longest span wins, then the type order of :data:`TYPE_PRIORITY`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+from typing import Final, Literal, get_args
+
+Action = Literal["redact", "mask", "block", "keep"]
+"""What to do with a finding: replace, mask to the last 4 characters, refuse the message, or keep."""
+
+PiiType = Literal[
+    "email",
+    "phone",
+    "cn_id",
+    "bank_card",
+    "passport",
+    "ip",
+    "api_key",
+    "token",
+    "private_key",
+    "password",
+]
+"""Every type a detector can report."""
+
+PII_TYPES: Final[tuple[str, ...]] = get_args(PiiType)
+"""All detector types, as strings (for validation and docs)."""
+ACTIONS: Final[tuple[str, ...]] = get_args(Action)
+"""All actions, as strings (DESIGN.md section 6: redact, mask, block; ``keep`` is ours)."""
+SECRET_TYPES: Final[frozenset[str]] = frozenset({"api_key", "token", "private_key", "password"})
+"""Secret types (DESIGN.md section 6: "API keys/tokens/passwords"); block reason ``secret:<type>``."""
+
+DEFAULT_ACTIONS: Final[Mapping[PiiType, Action]] = MappingProxyType(
+    {
+        "email": "redact",
+        "phone": "redact",
+        "cn_id": "redact",
+        "bank_card": "redact",
+        "passport": "redact",
+        "ip": "redact",
+        "api_key": "block",
+        "token": "block",
+        "private_key": "block",
+        "password": "block",
+    }
+)
+"""Default action per type: personal data is redacted, secrets block (DESIGN.md section 6 + issue)."""
+
+TYPE_PRIORITY: Final[tuple[PiiType, ...]] = (
+    "private_key",
+    "api_key",
+    "token",
+    "password",
+    "cn_id",
+    "bank_card",
+    "email",
+    "phone",
+    "passport",
+    "ip",
+)
+"""Tie-break order for overlapping findings of equal length (our choice: most specific first)."""
+
+_RANK: Final[Mapping[PiiType, int]] = MappingProxyType({t: i for i, t in enumerate(TYPE_PRIORITY)})
+
+MASK_KEEP: Final[int] = 4
+"""``mask`` keeps this many trailing characters (issue: "keep last 4 chars, e.g. ****1234")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One detected span: ``text[start:end]`` of the original input is a ``type``.
+
+    ``text`` holds the raw matched value; it is left out of ``repr`` so a stray log line of a
+    finding never prints the PII it describes (DESIGN.md section 6: nothing unredacted in logs).
+    """
+
+    type: PiiType
+    start: int
+    end: int
+    text: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """Outcome of :func:`redact`.
+
+    ``text`` has every finding replaced per its action (blocked spans are redacted too, so even
+    the quarantine copy never carries the secret); ``blocked`` says the message must not be stored;
+    ``block_reasons`` names the blocking types, never their values: ``secret:<type>`` for secrets,
+    ``block:<type>`` for a personal-data type an operator set to ``block``.
+    """
+
+    text: str
+    findings: tuple[Finding, ...]
+    blocked: bool
+    block_reasons: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Text folding: full-width ASCII (U+FF01-U+FF5E) and the ideographic space map 1:1 to ASCII.
+
+_FOLD_TABLE: Final[Mapping[int, int]] = MappingProxyType(
+    {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20, 0x00A0: 0x20}
+)
+
+
+def _fold(text: str) -> str:
+    """Fold full-width ASCII to ASCII, one character for one, so offsets are unchanged."""
+    return text if text.isascii() else text.translate(_FOLD_TABLE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+_Span = tuple[PiiType, int, int]
+_Detector = Callable[[str], Iterator[_Span]]
+
+_PLACEHOLDER_RE: Final = re.compile(r"\[REDACTED(?::[a-z_]+)?\]|\*{3,}[^\s]{0,4}")
+
+
+def _is_placeholder(value: str) -> bool:
+    """True for values that are already redacted or masked, so redaction is idempotent."""
+    return _PLACEHOLDER_RE.fullmatch(value) is not None
+
+
+def _letters_and_digits(value: str) -> bool:
+    """A value with both an ASCII letter and a digit: the shape of a generated key or token."""
+    return any(c.isascii() and c.isalpha() for c in value) and any(c in "0123456789" for c in value)
+
+
+def _digits(value: str) -> str:
+    return "".join(c for c in value if c in "0123456789")
+
+
+# ---------------------------------------------------------------------------------------------
+# email
+
+_EMAIL_RE: Final = re.compile(r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64})@([A-Za-z0-9.\-]{1,253})")
+
+
+def _detect_email(text: str) -> Iterator[_Span]:
+    for m in _EMAIL_RE.finditer(text):
+        local, domain = m.group(1), m.group(2)
+        start = m.start(1) + (len(local) - len(local.lstrip(".")))
+        domain = domain.rstrip(".-")
+        labels = domain.split(".")
+        if start >= m.start(1) + len(local) or len(labels) < 2:
+            continue
+        if any(not lab or lab.startswith("-") or lab.endswith("-") for lab in labels):
+            continue
+        tld = labels[-1]
+        if not (2 <= len(tld) <= 24 and tld.isalpha()):
+            continue
+        yield "email", start, m.start(2) + len(domain)
+
+
+# ---------------------------------------------------------------------------------------------
+# phone
+
+_CN_MOBILE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z+])(?:(?:\+|00)86[ \-]?|\(\+?86\)[ \-]?)?"
+    r"1[3-9][0-9][ \-]?[0-9]{4}[ \-]?[0-9]{4}(?![0-9A-Za-z])"
+)
+_INTL_PHONE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z+])\+[1-9][0-9]{0,14}(?:[ .\-]?\([0-9]{1,4}\)|[ .\-][0-9]{1,14}){0,6}(?![0-9A-Za-z])"
+)
+_NANP_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z+\-.])(?:1[ .\-])?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[ .\-])"
+    r"[2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9A-Za-z]|[.\-][0-9])"
+)
+_CN_LANDLINE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z\-])(?:\(0[1-9][0-9]{1,2}\)[ ]?|0[1-9][0-9]{1,2}-)[2-9][0-9]{6,7}(?![0-9A-Za-z]|-[0-9])"
+)
+
+E164_MIN_DIGITS: Final[int] = 8
+"""Fewest digits (country code included) for a ``+`` number; shorter is a score, not a phone (ours)."""
+E164_MAX_DIGITS: Final[int] = 15
+"""ITU-T E.164: at most 15 digits including the country code."""
+
+
+def _detect_phone(text: str) -> Iterator[_Span]:
+    for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
+        for m in pattern.finditer(text):
+            yield "phone", m.start(), m.end()
+    for m in _INTL_PHONE_RE.finditer(text):
+        if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
+            yield "phone", m.start(), m.end()
+
+
+# ---------------------------------------------------------------------------------------------
+# cn_id (GB 11643-1999)
+
+_CN_ID_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z])([1-9][0-9]{5}) ?((?:19|20)[0-9]{2})(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01]) ?"
+    r"([0-9]{3}[0-9Xx])(?![0-9A-Za-z])"
+)
+_CN_ID_WEIGHTS: Final[tuple[int, ...]] = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK: Final[str] = "10X98765432"
+_CN_PROVINCES: Final[frozenset[str]] = frozenset(
+    {"11", "12", "13", "14", "15", "21", "22", "23", "31", "32", "33", "34", "35", "36", "37", "41", "42"}
+    | {"43", "44", "45", "46", "50", "51", "52", "53", "54", "61", "62", "63", "64", "65", "71", "81", "82"}
+    | {"83"}
+)
+"""GB/T 2260 province-level codes (71 Taiwan, 81 Hong Kong, 82 Macau, 83 Taiwan residence permit)."""
+
+
+CN_ID_MIN_YEAR: Final[int] = 1900
+"""Earliest plausible birth year in a CN resident ID (our choice)."""
+CN_ID_MAX_YEAR: Final[int] = 2099
+"""Latest birth year the ID pattern accepts (our choice; a pure check cannot know today's date)."""
+
+
+def cn_id_check_char(first17: str) -> str:
+    """ISO 7064 MOD 11-2 check character of the first 17 digits (GB 11643-1999 section 8.2)."""
+    total = sum(int(c) * w for c, w in zip(first17, _CN_ID_WEIGHTS, strict=True))
+    return _CN_ID_CHECK[total % 11]
+
+
+def is_valid_cn_id(value: str) -> bool:
+    """True when ``value`` (18 chars) has a known region, a real birth date and a correct check char."""
+    if len(value) != 18 or not value[:17].isdigit() or not value[:17].isascii():
+        return False
+    if value[:2] not in _CN_PROVINCES or not CN_ID_MIN_YEAR <= int(value[6:10]) <= CN_ID_MAX_YEAR:
+        return False
+    try:
+        date(int(value[6:10]), int(value[10:12]), int(value[12:14]))
+    except ValueError:
+        return False
+    return cn_id_check_char(value[:17]) == value[17].upper()
+
+
+def _detect_cn_id(text: str) -> Iterator[_Span]:
+    for m in _CN_ID_RE.finditer(text):
+        if is_valid_cn_id("".join(m.groups())):
+            yield "cn_id", m.start(), m.end()
+
+
+# ---------------------------------------------------------------------------------------------
+# bank_card (ISO/IEC 7812, Luhn)
+
+_CARD_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z])(?:[2-6][0-9]{12,18}|[2-6][0-9]{3}(?:[ \-][0-9]{4}){2,3}(?:[ \-][0-9]{1,4})?"
+    r"|[2-6][0-9]{3}[ \-][0-9]{6}[ \-][0-9]{4,5})(?![0-9A-Za-z])"
+)
+CARD_MIN_DIGITS: Final[int] = 13
+"""ISO/IEC 7812: shortest primary account number we accept (older 13-digit Visa numbers)."""
+CARD_MAX_DIGITS: Final[int] = 19
+"""ISO/IEC 7812: primary account numbers have at most 19 digits."""
+
+
+def luhn_valid(digits: str) -> bool:
+    """Luhn (mod 10) check over a string of ASCII digits (ISO/IEC 7812-1 annex B)."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return bool(digits) and total % 10 == 0
+
+
+def _card_ok(candidate: str) -> bool:
+    digits = _digits(candidate)
+    return CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS and luhn_valid(digits)
+
+
+def _detect_bank_card(text: str) -> Iterator[_Span]:
+    for m in _CARD_RE.finditer(text):
+        candidate = m.group()
+        if _card_ok(candidate):
+            yield "bank_card", m.start(), m.end()
+            continue
+        # "4111 1111 1111 1111 2023": the optional last group may have swallowed a neighbour.
+        cut = max(candidate.rfind(" "), candidate.rfind("-"))
+        if cut > 0 and _card_ok(candidate[:cut]):
+            yield "bank_card", m.start(), m.start() + cut
+
+
+# ---------------------------------------------------------------------------------------------
+# passport
+
+_PASSPORT_KEYWORD_RE: Final = re.compile(r"passport|护照|pasaporte|passeport|reisepass", re.IGNORECASE)
+_PASSPORT_NUMBER_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z])(?:[A-Z][0-9]{8}|[A-Z]{2}[0-9]{7}|[0-9]{9})(?![0-9A-Za-z])"
+)
+PASSPORT_WINDOW_BEFORE: Final[int] = 24
+"""Characters before a passport keyword searched for a number ("E12345678 is my passport"; ours)."""
+PASSPORT_WINDOW_AFTER: Final[int] = 48
+"""Characters around a passport keyword searched for a number (our choice: one short clause)."""
+
+
+def _detect_passport(text: str) -> Iterator[_Span]:
+    for kw in _PASSPORT_KEYWORD_RE.finditer(text):
+        lo = max(0, kw.start() - PASSPORT_WINDOW_BEFORE)
+        hi = min(len(text), kw.end() + PASSPORT_WINDOW_AFTER)
+        for m in _PASSPORT_NUMBER_RE.finditer(text, lo, hi):
+            yield "passport", m.start(), m.end()
+
+
+# ---------------------------------------------------------------------------------------------
+# ip
+
+_IPV4_RE: Final = re.compile(r"(?<![0-9A-Za-z.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9A-Za-z]|\.[0-9])")
+_IPV6_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f]{1,4})?"
+    r"(?![0-9A-Za-z:]|\.[0-9])"
+)
+IPV6_MIN_HEX_DIGITS: Final[int] = 4
+"""An IPv6 candidate needs this many hex digits, so prose like "A::B" is not an address (ours)."""
+
+
+def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return not (address.is_loopback or address.is_unspecified)
+
+
+def _detect_ip(text: str) -> Iterator[_Span]:
+    for m in _IPV4_RE.finditer(text):
+        try:
+            v4 = ipaddress.IPv4Address(m.group())
+        except ValueError:
+            continue
+        if _identifies_host(v4):
+            yield "ip", m.start(), m.end()
+    for m in _IPV6_RE.finditer(text):
+        candidate = m.group()
+        if candidate.endswith(":") and not candidate.endswith("::"):
+            candidate = candidate[:-1]
+        if sum(c in "0123456789abcdefABCDEF" for c in candidate) < IPV6_MIN_HEX_DIGITS:
+            continue
+        try:
+            v6 = ipaddress.IPv6Address(candidate)
+        except ValueError:
+            continue
+        if _identifies_host(v6):
+            yield "ip", m.start(), m.start() + len(candidate)
+
+
+# ---------------------------------------------------------------------------------------------
+# secrets
+
+_PEM_RE: Final = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+    r"(?:-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|\Z)"
+)
+_API_KEY_RES: Final[tuple[re.Pattern[str], ...]] = (
+    re.compile(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
+    re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),  # Stripe secret keys
+    re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Za-z])"),  # AWS key id
+    re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),  # Google API key
+)
+_TOKEN_RES: Final[tuple[re.Pattern[str], ...]] = (
+    re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+    re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
+    re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*"),  # JWT
+)
+_BEARER_RE: Final = re.compile(r"(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE)
+_KEY_ASSIGN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:api[_\-\s]?key|api[_\-]?secret|secret[_\-]?key|client[_\-]?secret"
+    r"|secret[_\-]?access[_\-]?key|access[_\-]?key(?:[_\-]?id)?)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-./+=]{16,})",
+    re.IGNORECASE,
+)
+_TOKEN_ASSIGN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
+    r"[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-./+=]{16,})",
+    re.IGNORECASE,
+)
+_PASSWORD_WORDS: Final = r"(?:password|passwd|passphrase|passcode|pwd|密码|口令)"
+_PASSWORD_ASSIGN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])" + _PASSWORD_WORDS + r"[\"']?\s*([:=])\s*([\"'“‘]?)([^\s\"'“”‘’,，;；。、]{3,})",
+    re.IGNORECASE,
+)
+_END_OF_CLAUSE_RE: Final = re.compile(r"[.!?)\]]*\s*(?:$|\n|[,;，；。！？])")
+_PASSWORD_IS_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])" + _PASSWORD_WORDS + r"\s*(?:is|was|are|是|为|改成了?|改为|设为|设置为|换成了?)\s*"
+    r"([\"'“‘]?)([^\s\"'“”‘’,，;；。、]{4,})",
+    re.IGNORECASE,
+)
+_URL_CREDENTIALS_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s:/@]{1,256})@"
+)
+_PASSWORD_NON_VALUES: Final[frozenset[str]] = frozenset(
+    {"reset", "click", "here", "required", "incorrect", "wrong", "invalid", "forgotten", "changed"}
+    | {"expired", "none", "null", "n/a", "hidden", "protected", "manager", "managers", "field", "below"}
+    | {"above"}
+)
+"""Words after ``password:`` that describe the password instead of being one (our FP stoplist)."""
+
+
+def _password_value_ok(quote: str, value: str, *, explicit: bool, ends_clause: bool) -> bool:
+    """Decide whether the word after a password keyword is the password itself.
+
+    Quoted values and ``=`` assignments always count. Otherwise a value counts when it has a
+    digit or symbol ("hunter2", "abc123"), or, after a colon, when it ends the clause
+    ("Password: letmein"): "strong password: use 12 characters" and "my password is strong" are prose.
+    """
+    if _is_placeholder(value) or value.lower() in _PASSWORD_NON_VALUES:
+        return False
+    if quote or explicit or any(not c.isalpha() for c in value):
+        return True
+    return ends_clause
+
+
+def _detect_keys_and_tokens(text: str) -> Iterator[_Span]:
+    for m in _PEM_RE.finditer(text):
+        yield "private_key", m.start(), m.end()
+    for pattern in _API_KEY_RES:
+        for m in pattern.finditer(text):
+            if _letters_and_digits(m.group()):
+                yield "api_key", m.start(), m.end()
+    for pattern in _TOKEN_RES:
+        for m in pattern.finditer(text):
+            yield "token", m.start(), m.end()
+    for m in _BEARER_RE.finditer(text):
+        if _letters_and_digits(m.group(1)):
+            yield "token", m.start(1), m.end(1)
+    assignments: tuple[tuple[re.Pattern[str], PiiType], ...] = (
+        (_KEY_ASSIGN_RE, "api_key"),
+        (_TOKEN_ASSIGN_RE, "token"),
+    )
+    for assign_re, kind in assignments:
+        for m in assign_re.finditer(text):
+            if _letters_and_digits(m.group(1)):
+                yield kind, m.start(1), m.end(1)
+
+
+def _detect_passwords(text: str) -> Iterator[_Span]:
+    for m in _PASSWORD_ASSIGN_RE.finditer(text):
+        value = m.group(3).rstrip(".!?")
+        ends_clause = _END_OF_CLAUSE_RE.match(text, m.start(3) + len(value)) is not None
+        explicit = m.group(1) == "="
+        if value and _password_value_ok(m.group(2), value, explicit=explicit, ends_clause=ends_clause):
+            yield "password", m.start(3), m.start(3) + len(value)
+    for m in _PASSWORD_IS_RE.finditer(text):
+        value = m.group(2).rstrip(".!?")
+        if value and _password_value_ok(m.group(1), value, explicit=False, ends_clause=False):
+            yield "password", m.start(2), m.start(2) + len(value)
+    for m in _URL_CREDENTIALS_RE.finditer(text):
+        if not _is_placeholder(m.group(1)):
+            yield "password", m.start(1), m.end(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+DETECTORS: Final[tuple[_Detector, ...]] = (
+    _detect_keys_and_tokens,
+    _detect_passwords,
+    _detect_cn_id,
+    _detect_bank_card,
+    _detect_email,
+    _detect_phone,
+    _detect_passport,
+    _detect_ip,
+)
+"""Every detector, run in this order; overlaps are resolved afterwards, so order does not matter."""
+
+
+def _effective_actions(actions: Mapping[PiiType, Action] | None) -> Mapping[PiiType, Action]:
+    if not actions:
+        return DEFAULT_ACTIONS
+    unknown_types = set(actions) - set(PII_TYPES)
+    if unknown_types:
+        raise ValueError(f"unknown PII types {sorted(unknown_types)}; known: {list(PII_TYPES)}")
+    bad = {t: a for t, a in actions.items() if a not in ACTIONS}
+    if bad:
+        raise ValueError(f"unknown actions {bad}; known: {list(ACTIONS)}")
+    return {**DEFAULT_ACTIONS, **actions}
+
+
+def candidates(text: str) -> list[Finding]:
+    """Every detector's raw findings over ``text``, overlaps not yet resolved (for debugging)."""
+    folded = _fold(text)
+    return [Finding(kind, s, e, text[s:e]) for detect_fn in DETECTORS for kind, s, e in detect_fn(folded)]
+
+
+def resolve_overlaps(
+    findings: list[Finding], actions: Mapping[PiiType, Action] | None = None
+) -> tuple[Finding, ...]:
+    """Keep non-overlapping findings: blocking types first, then the longest, then :data:`TYPE_PRIORITY`.
+
+    Returned in text order. ``actions`` (merged over :data:`DEFAULT_ACTIONS`) decides which types block.
+    """
+    effective = _effective_actions(actions)
+    ordered = sorted(
+        findings,
+        key=lambda f: (effective[f.type] != "block", f.start - f.end, _RANK[f.type], f.start),
+    )
+    starts: list[int] = []  # kept spans, sorted and disjoint, so neighbours decide an overlap
+    kept: list[Finding] = []
+    for f in ordered:
+        i = bisect.bisect_right(starts, f.start)
+        if (i > 0 and kept[i - 1].end > f.start) or (i < len(kept) and kept[i].start < f.end):
+            continue
+        starts.insert(i, f.start)
+        kept.insert(i, f)
+    return tuple(kept)
+
+
+def detect(text: str, actions: Mapping[PiiType, Action] | None = None) -> tuple[Finding, ...]:
+    """Findings in ``text``, overlaps resolved (see :func:`resolve_overlaps`), in text order."""
+    return resolve_overlaps(candidates(text), actions)
+
+
+def mask(value: str) -> str:
+    """``****`` plus the last :data:`MASK_KEEP` characters (all stars when the value is that short)."""
+    return "****" + (value[-MASK_KEEP:] if len(value) > MASK_KEEP else "")
+
+
+def redact(text: str, actions: Mapping[PiiType, Action] | None = None) -> RedactionResult:
+    """Apply the per-type action to every finding in ``text``.
+
+    ``actions`` overrides :data:`DEFAULT_ACTIONS` per type (unknown types or actions raise
+    ``ValueError``). Text outside findings is kept byte for byte. Idempotent: redacting the output
+    again finds nothing new.
+    """
+    effective = _effective_actions(actions)
+    findings = detect(text, effective)
+    parts: list[str] = []
+    reasons: list[PiiType] = []
+    pos = 0
+    for f in findings:
+        action = effective[f.type]
+        parts.append(text[pos : f.start])
+        if action == "mask":
+            parts.append(mask(f.text))
+        elif action == "keep":
+            parts.append(f.text)
+        else:
+            parts.append(f"[REDACTED:{f.type}]")
+        if action == "block" and f.type not in reasons:
+            reasons.append(f.type)
+        pos = f.end
+    parts.append(text[pos:])
+    return RedactionResult(
+        text="".join(parts),
+        findings=findings,
+        blocked=bool(reasons),
+        block_reasons=tuple(f"secret:{t}" if t in SECRET_TYPES else f"block:{t}" for t in reasons),
+    )

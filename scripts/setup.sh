@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
+#   scripts/setup.sh          Python environment (uv + locked dependencies) for the demo
+#   scripts/setup.sh --test   also the test services: redis-server (Debian) and Apache Kafka jars (Maven Central)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UV_VERSION=0.13.8
+if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | awk '{print $2}')" != "$UV_VERSION" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+fi
+uv sync --frozen --quiet
+
+if [ "${1:-}" = "--test" ]; then
+  need_apt=()
+  command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+  command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+  if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
+      exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  fi
+  infra/kafka/fetch.sh
+fi

@@ -1,0 +1,19 @@
+"""Access-log service app: ``faststream run services.accesslog.app:create_app --factory``."""
+
+from __future__ import annotations
+
+from faststream import FastStream
+
+from hindsight.runtime import Resources, service_app
+from schemas import Topic
+from services.accesslog.stage import AccessLogStage
+
+
+def register(resources: Resources) -> None:
+    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``)."""
+    resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
+
+
+def create_app() -> FastStream:
+    """App factory: settings are read here, clients opened in the lifespan."""
+    return service_app(register)

@@ -1,0 +1,116 @@
+"""The embedded default: every consumer and the gateway in one process (DESIGN.md section 8).
+
+This module is the composition root: the only place that imports several services. It starts (or
+connects to) a Kafka-protocol broker, opens the shared resources once (the embedded Qdrant engine
+and chdb allow one handle per directory and process), registers every stage in its own consumer
+group, serves the gateway on loopback and runs the eviction schedule. The code paths are the same
+as in production; only the stores are local.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import uvicorn
+
+from hindsight.brokers.admin import ensure_topics, wait_for_zero_lag
+from hindsight.runtime import Resources, embedded_broker, make_broker, open_resources, run_background
+from hindsight.settings import AllSettings
+from schemas import Topic
+from services.accesslog import app as accesslog_app
+from services.evict import app as evict_app
+from services.evict.job import EvictionJob
+from services.evict.settings import EvictSettings
+from services.gateway.app import build_asgi
+from services.gateway.settings import GatewaySettings
+from services.guard import app as guard_app
+from services.ingest import app as ingest_app
+from services.reflect import app as reflect_app
+
+log = logging.getLogger("hindsight.embedded")
+
+CONSUMER_TOPICS: dict[str, list[str]] = {
+    "guard": [Topic.INTERACTIONS],
+    "ingest-trigger": [Topic.GUARDED],
+    "ingest-embed": [Topic.CANDIDATES],
+    "reflect": [Topic.SESSIONS],
+    "accesslog": [Topic.ACCESS],
+}
+"""Consumer group suffix -> topics it consumes (what "caught up" means)."""
+
+
+@dataclass
+class Stack:
+    """A running embedded Hindsight."""
+
+    resources: Resources
+    bootstrap: str
+    gateway_url: str
+    eviction: EvictionJob
+
+    def groups(self) -> dict[str, list[str]]:
+        """Full consumer group id -> topics."""
+        kafka = self.resources.settings.kafka
+        return {kafka.group(name): [str(t) for t in topics] for name, topics in CONSUMER_TOPICS.items()}
+
+    async def wait_caught_up(self, timeout_s: float = 600.0) -> None:
+        """Return when every consumer group has lag 0 on its topics, twice in a row.
+
+        Raises:
+            TimeoutError: some group still lags after ``timeout_s`` (the message names it).
+        """
+        for _ in range(2):
+            await wait_for_zero_lag(self.bootstrap, self.groups(), timeout_s=timeout_s, poll_s=0.25)
+
+
+async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")  # type: ignore[arg-type]
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(), name="gateway")
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("gateway exited during start-up")
+        await asyncio.sleep(0.05)
+    bound = server.servers[0].sockets[0].getsockname()
+    return server, task, f"http://{bound[0]}:{bound[1]}"
+
+
+@asynccontextmanager
+async def embedded_stack(
+    settings: AllSettings | None = None,
+    gateway: GatewaySettings | None = None,
+    evict: EvictSettings | None = None,
+) -> AsyncIterator[Stack]:
+    """Start everything; yield a :class:`Stack`; stop everything (gateway, consumers, broker) on exit.
+
+    Raises:
+        ConfigurationError: a store or broker cannot be started as configured.
+    """
+    cfg = settings or AllSettings()
+    gw = gateway or GatewaySettings()
+    with embedded_broker(cfg) as bootstrap:
+        broker = make_broker(cfg.kafka, bootstrap)
+        async with open_resources(cfg, broker) as resources:
+            await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
+            guard_app.register(resources)
+            await ingest_app.register(resources)
+            await reflect_app.register(resources)
+            accesslog_app.register(resources)
+            job = evict_app.register(resources, evict)
+            await broker.start()
+            try:
+                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port)
+                log.info("gateway on %s, broker %s", url, bootstrap)
+                try:
+                    async with run_background(resources):
+                        yield Stack(resources, bootstrap, url, job)
+                finally:
+                    server.should_exit = True
+                    await task
+            finally:
+                await broker.stop()

@@ -1,0 +1,251 @@
+"""HTTP API of the gateway (FastAPI): ``/v1/...`` over :class:`~services.gateway.service.MemoryService`,
+plus ``/healthz`` and ``/metrics`` (no auth).
+
+Auth: ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``. Every error is
+``{"error": {"code", "message", "field", "fix"}}`` with the status of its class
+(:mod:`services.gateway.errors`); request validation failures are 422 ``validation_error`` naming
+the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, Path, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from hindsight.errors import HindsightError, RequestError, RetryableError
+from hindsight.stores.vector import MemoryFilter
+from schemas.v1 import MemoryType
+from services.gateway.auth import Principal
+from services.gateway.errors import ErrorBody, ErrorDetail, wire_error
+from services.gateway.models import (
+    Accepted,
+    ForgetResult,
+    HealthResponse,
+    HistoryResponse,
+    MemoryDetail,
+    RecallRequest,
+    RecallResponse,
+    ReflectRequest,
+    RetainRequest,
+)
+from services.gateway.state import GatewayState
+
+HEALTH_TIMEOUT_S = 2.0
+"""Each health check (broker ping, vector store count) must answer within this many seconds."""
+HEALTH_TENANT = "__healthz__"
+
+_bearer = HTTPBearer(auto_error=False, description="API key as 'Authorization: Bearer <key>'.")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key as 'X-API-Key: <key>'.")
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Invalid field value (code invalid_request)."},
+    401: {"model": ErrorBody, "description": "Missing or unknown API key (code unauthenticated)."},
+    403: {"model": ErrorBody, "description": "Scope not allowed for this key (code forbidden)."},
+    422: {"model": ErrorBody, "description": "Request does not match the schema (code validation_error)."},
+    503: {
+        "model": ErrorBody,
+        "description": "Kafka, the vector store or the embedder is down (code unavailable).",
+    },
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such memory for this key's tenant (code not_found)."}
+}
+
+
+def gateway_state(request: Request) -> GatewayState:
+    """The :class:`GatewayState` stored on the app by :func:`services.gateway.app.build_asgi`."""
+    state: GatewayState = request.app.state.gateway
+    return state
+
+
+async def authenticate(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    api_key: Annotated[str | None, Security(_api_key)],
+) -> Principal:
+    """The caller's principal from its API key.
+
+    Raises:
+        AuthenticationError: missing or unknown key (HTTP 401).
+    """
+    key = bearer.credentials if bearer is not None else api_key
+    return gateway_state(request).keys.principal(key)
+
+
+Caller = Annotated[Principal, Security(authenticate)]
+MemoryId = Annotated[str, Path(description="Memory id (UUID) from recall or history.")]
+
+memories = APIRouter(prefix="/v1", tags=["memory"], responses=_ERRORS)
+
+
+@memories.post("/memories", status_code=202, response_model=Accepted, summary="Retain an interaction")
+async def retain(body: RetainRequest, principal: Caller, request: Request) -> Accepted:
+    """Publish an interaction to ``memory.interactions.v1``; the guard and ingest stages decide what is
+    stored (nothing is written to a store here). 202 once Kafka acknowledged it."""
+    return await gateway_state(request).service.retain(principal, **body.model_dump())
+
+
+@memories.get("/memories", response_model=HistoryResponse, summary="A user's memory history")
+async def history(
+    *,
+    principal: Caller,
+    request: Request,
+    user_id: Annotated[str, Query(min_length=1, description="Whose memories.")],
+    session_id: Annotated[str | None, Query(description="Only this session.")] = None,
+    types: Annotated[list[MemoryType] | None, Query(description="Only these layers.")] = None,
+    include_inactive: Annotated[bool, Query(description="Include expired and superseded memories.")] = True,
+    limit: Annotated[int, Query(ge=1, description="At most this many (the newest), oldest first.")] = 100,
+) -> HistoryResponse:
+    """The user's memories in chronological order with status and version (expired ones included)."""
+    return await gateway_state(request).service.history(
+        principal,
+        user_id=user_id,
+        session_id=session_id,
+        types=types,
+        include_inactive=include_inactive,
+        limit=limit,
+    )
+
+
+@memories.get(
+    "/memories/{memory_id}", response_model=MemoryDetail, responses=_NOT_FOUND, summary="One memory"
+)
+async def get_memory(memory_id: MemoryId, principal: Caller, request: Request) -> MemoryDetail:
+    """The memory and its version chain (newest first)."""
+    return await gateway_state(request).service.get(principal, memory_id=memory_id)
+
+
+@memories.delete(
+    "/memories/{memory_id}", response_model=ForgetResult, responses=_NOT_FOUND, summary="Forget a memory"
+)
+async def forget(
+    memory_id: MemoryId,
+    principal: Caller,
+    request: Request,
+    hard: Annotated[
+        bool, Query(description="Delete instead of expiring (expired stays in history).")
+    ] = False,
+) -> ForgetResult:
+    """Soft-forget (status ``expired``: never recalled, still in history) or hard-delete a memory."""
+    return await gateway_state(request).service.forget(principal, memory_id=memory_id, hard=hard)
+
+
+@memories.post("/recall", response_model=RecallResponse, summary="Recall memories")
+async def recall(body: RecallRequest, principal: Caller, request: Request) -> RecallResponse:
+    """The memories most relevant to the query, each with its scores and provenance; one access event
+    per returned memory is published to ``memory.access.v1``."""
+    return await gateway_state(request).service.recall(principal, **body.model_dump())
+
+
+@memories.post(
+    "/sessions/{session_id}/close",
+    status_code=202,
+    response_model=Accepted,
+    summary="Close a session (reflect)",
+)
+async def close_session(
+    session_id: Annotated[str, Path(min_length=1, description="The session that ended.")],
+    body: ReflectRequest,
+    principal: Caller,
+    request: Request,
+) -> Accepted:
+    """Publish a session close to ``memory.sessions.v1``: episode consolidation and semantic
+    abstraction follow asynchronously."""
+    return await gateway_state(request).service.reflect(principal, session_id=session_id, **body.model_dump())
+
+
+operations = APIRouter(tags=["operations"])
+
+
+async def _check_broker(state: GatewayState) -> str:
+    ok = await state.resources.broker.ping(timeout=HEALTH_TIMEOUT_S)
+    return "ok" if ok else f"Kafka did not answer within {HEALTH_TIMEOUT_S} s"
+
+
+async def _check_vector_store(state: GatewayState) -> str:
+    def probe() -> None:
+        state.resources.vector_store().count(MemoryFilter(tenant_id=HEALTH_TENANT))
+
+    try:
+        await asyncio.wait_for(asyncio.to_thread(probe), HEALTH_TIMEOUT_S)
+    except TimeoutError:
+        return f"vector store did not answer within {HEALTH_TIMEOUT_S} s"
+    except HindsightError as exc:
+        return f"vector store failed: {exc}"
+    return "ok"
+
+
+@operations.get(
+    "/healthz",
+    response_model=HealthResponse,
+    responses={503: {"model": HealthResponse, "description": "A dependency is down."}},
+    summary="Health (no auth)",
+)
+async def healthz(request: Request) -> JSONResponse:
+    """200 when Kafka answers a metadata request and the vector store a count; else 503."""
+    state = gateway_state(request)
+    broker, vectors = await asyncio.gather(_check_broker(state), _check_vector_store(state))
+    checks = {"kafka": broker, "vector_store": vectors}
+    healthy = all(value == "ok" for value in checks.values())
+    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
+
+
+@operations.get("/metrics", response_class=Response, summary="Prometheus metrics (no auth)")
+async def metrics() -> Response:
+    """Prometheus text exposition of this process's metrics (``hindsight_*``)."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def _error_response(status: int, body: ErrorBody) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if status == 401 else None
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+async def _request_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestError | RetryableError)
+    return _error_response(*wire_error(exc))
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    loc = [str(part) for part in first.get("loc", ())]
+    field = ".".join(loc[1:] if len(loc) > 1 and loc[0] in ("body", "query", "path", "header") else loc)
+    detail = ErrorDetail(
+        code="validation_error",
+        message="; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors),
+        field=field or None,
+        fix=f"send a valid '{field}': {first.get('msg')}" if field else str(first.get("msg")),
+    )
+    return _error_response(422, ErrorBody(error=detail))
+
+
+async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
+    # Starlette re-raises after this response, so the server logs the traceback once.
+    detail = ErrorDetail(
+        code="internal",
+        message=f"internal error ({type(exc).__name__})",
+        fix="retry; report it if it persists",
+    )
+    return _error_response(500, ErrorBody(error=detail))
+
+
+def install(app: FastAPI) -> None:
+    """Add the routers and the error handlers to ``app``."""
+    app.include_router(memories)
+    app.include_router(operations)
+    app.add_exception_handler(RequestError, _request_error)
+    app.add_exception_handler(RetryableError, _request_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected_error)  # the one top-level handler
+
+
+__all__ = ["authenticate", "gateway_state", "install"]

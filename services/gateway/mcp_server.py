@@ -1,0 +1,248 @@
+"""MCP server of the gateway (official ``mcp`` SDK 2.3.0): tools ``retain``, ``recall``, ``reflect``,
+``forget`` and ``history`` over :class:`~services.gateway.service.MemoryService`.
+
+Transports: streamable HTTP (mounted at ``/mcp`` by :func:`services.gateway.app.build_asgi`) or
+stdio (:func:`services.gateway.app.run_stdio`). The server's typed lifespan context is a
+:class:`~services.gateway.state.GatewayState`, which each tool reads as
+``ctx.request_context.lifespan_context``.
+
+Auth: over streamable HTTP every MCP message is an HTTP request and the SDK attaches it to the tool's
+request context, so a tool reads the API key from ``ctx.headers`` (``Authorization: Bearer <key>``
+or ``X-API-Key``), per call; the ``/mcp`` route also refuses a request without a valid key with
+401 before the MCP layer sees it. Over stdio there are no headers (``ctx.headers`` is ``None``) and
+the principal is the one of ``HINDSIGHT_API_KEY``, resolved once at start.
+
+Errors: a :class:`~hindsight.errors.RequestError` (or a store outage) becomes a
+:class:`~mcp.server.mcpserver.exceptions.ToolError`, i.e. a tool result with ``isError`` whose text
+is ``"<code>: <message> (field: <field>; fix: <fix>)"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import AwareDatetime, Field
+
+from hindsight.errors import AuthenticationError, RequestError, RetryableError
+from schemas.v1 import MemoryType, Source
+from services.gateway.auth import Principal
+from services.gateway.errors import tool_error_text
+from services.gateway.models import (
+    Accepted,
+    ForgetResult,
+    HistoryResponse,
+    Order,
+    Outcome,
+    RecallResponse,
+)
+from services.gateway.state import GatewayState
+
+INSTRUCTIONS = (
+    "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
+    "known about the user (each memory comes with its scores and provenance); call `retain` for "
+    "each turn or fact worth remembering (it is filtered and stored asynchronously); call `reflect` "
+    "when a session or task ends; `forget` removes a memory; `history` lists a user's memories over time."
+)
+
+GatewayContext = Context[GatewayState, Any]
+
+UserId = Annotated[str, Field(min_length=1, max_length=256, description="End user the memories are about.")]
+SessionId = Annotated[
+    str, Field(min_length=1, max_length=256, description="Conversation or task session id.")
+]
+Tags = Annotated[list[str] | None, Field(description="Labels such as 'health'.")]
+Instant = Annotated[AwareDatetime | None, Field(description="ISO 8601 time with a UTC offset.")]
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Re-raise a request error or store outage as an MCP tool error naming the field and the fix."""
+    try:
+        yield
+    except (RequestError, RetryableError) as exc:
+        raise ToolError(tool_error_text(exc)) from exc
+
+
+def _caller(ctx: GatewayContext) -> tuple[GatewayState, Principal]:
+    """The gateway state and the caller's principal (from the HTTP headers, or the stdio key).
+
+    Raises:
+        AuthenticationError: no key, or an unknown one.
+    """
+    state = ctx.request_context.lifespan_context
+    headers = ctx.headers
+    if headers is None:
+        if state.stdio_principal is None:
+            raise AuthenticationError("no API key: set HINDSIGHT_API_KEY for the stdio server")
+        return state, state.stdio_principal
+    return state, state.keys.from_headers(headers)
+
+
+async def retain(
+    *,
+    user_id: UserId,
+    session_id: SessionId,
+    content: Annotated[
+        str, Field(min_length=1, description="The text to remember: a turn, a note, a tool result.")
+    ],
+    ctx: GatewayContext,
+    source: Annotated[
+        Source, Field(description="Who produced it: user, assistant, tool or system.")
+    ] = "user",
+    occurred_at: Instant = None,
+    tags: Tags = None,
+    scope: Annotated[str, Field(description="'global' or 'agent:<id>'.")] = "global",
+    external_ref: Annotated[str | None, Field(description="Reference in the caller's system.")] = None,
+    event_id: Annotated[str | None, Field(description="Idempotency key; default a new UUID.")] = None,
+    speaker: Annotated[str | None, Field(description="Display name of the speaker.")] = None,
+) -> Accepted:
+    """Remember something that happened. It is published to Kafka and passes the guard (PII
+    redaction, poisoning checks) before being stored; returns the event id once the broker accepted it."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await state.service.retain(
+            principal,
+            user_id=user_id,
+            session_id=session_id,
+            content=content,
+            source=source,
+            occurred_at=occurred_at,
+            tags=tags or (),
+            scope=scope,
+            external_ref=external_ref,
+            event_id=event_id,
+            speaker=speaker,
+        )
+
+
+async def recall(
+    *,
+    query: Annotated[str, Field(description="What to remember, in natural language; must not be empty.")],
+    user_id: UserId,
+    ctx: GatewayContext,
+    top_k: Annotated[int | None, Field(description="How many memories: 1..15; default 5.")] = None,
+    types: Annotated[
+        list[MemoryType] | None, Field(description="Layers: working, episodic, semantic.")
+    ] = None,
+    scopes: Annotated[
+        list[str] | None, Field(description="Scopes; default every scope the key may read.")
+    ] = None,
+    tags_any: Annotated[list[str] | None, Field(description="Only memories with one of these tags.")] = None,
+    tags_exclude: Annotated[list[str] | None, Field(description="Never memories with these tags.")] = None,
+    time_from: Instant = None,
+    time_to: Instant = None,
+    reference_time: Instant = None,
+    order: Annotated[Order, Field(description="'relevance' or 'chronological'.")] = "relevance",
+    include_superseded: Annotated[bool, Field(description="Also return superseded versions.")] = False,
+) -> RecallResponse:
+    """Recall the user's memories most relevant to the query, each with its similarity, time weight,
+    final score, rank and provenance (source events and references)."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await state.service.recall(
+            principal,
+            query=query,
+            user_id=user_id,
+            top_k=top_k,
+            types=types,
+            scopes=scopes,
+            tags_any=tags_any,
+            tags_exclude=tags_exclude,
+            time_from=time_from,
+            time_to=time_to,
+            reference_time=reference_time,
+            order=order,
+            include_superseded=include_superseded,
+        )
+
+
+async def reflect(
+    *,
+    user_id: UserId,
+    session_id: SessionId,
+    ctx: GatewayContext,
+    outcome: Annotated[Outcome, Field(description="success, failure, abandoned or unknown.")] = "unknown",
+    feedback: Annotated[str | None, Field(description="User feedback text.")] = None,
+    feedback_score: Annotated[
+        float | None, Field(ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good).")
+    ] = None,
+    task: Annotated[str | None, Field(description="What the session was for.")] = None,
+    event_count: Annotated[int | None, Field(ge=0, description="Interactions the session produced.")] = None,
+) -> Accepted:
+    """Close a session or task: its turns are consolidated into an episode and recurring patterns
+    abstracted into facts, asynchronously."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await state.service.reflect(
+            principal,
+            user_id=user_id,
+            session_id=session_id,
+            outcome=outcome,
+            feedback=feedback,
+            feedback_score=feedback_score,
+            task=task,
+            event_count=event_count,
+        )
+
+
+async def forget(
+    *,
+    memory_id: Annotated[str, Field(description="Memory id from recall or history.")],
+    ctx: GatewayContext,
+    hard: Annotated[
+        bool, Field(description="Delete instead of expiring (expired stays in history).")
+    ] = False,
+) -> ForgetResult:
+    """Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted)."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await state.service.forget(principal, memory_id=memory_id, hard=hard)
+
+
+async def history(
+    *,
+    user_id: UserId,
+    ctx: GatewayContext,
+    session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+    types: Annotated[list[MemoryType] | None, Field(description="Only these layers.")] = None,
+    include_inactive: Annotated[bool, Field(description="Include expired and superseded memories.")] = True,
+    limit: Annotated[int, Field(ge=1, description="At most this many (the newest), oldest first.")] = 100,
+) -> HistoryResponse:
+    """The user's memories in chronological order, with status (active, superseded, expired) and version."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await state.service.history(
+            principal,
+            user_id=user_id,
+            session_id=session_id,
+            types=types,
+            include_inactive=include_inactive,
+            limit=limit,
+        )
+
+
+def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[GatewayState]:
+    """An MCP server with the five memory tools; its typed lifespan context is ``current_state()``,
+    called when the server starts (the streamable-HTTP session manager's ``run()``, or stdio)."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[GatewayState]) -> AsyncIterator[GatewayState]:
+        yield current_state()
+
+    server: MCPServer[GatewayState] = MCPServer(
+        "hindsight", instructions=INSTRUCTIONS, version="0.1.0", lifespan=lifespan
+    )
+    server.add_tool(retain, annotations=ToolAnnotations(idempotent_hint=True))
+    server.add_tool(recall, annotations=ToolAnnotations(read_only_hint=True))
+    server.add_tool(reflect)
+    server.add_tool(forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    server.add_tool(history, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    return server
+
+
+__all__ = ["INSTRUCTIONS", "GatewayContext", "build_mcp_server"]

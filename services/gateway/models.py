@@ -1,0 +1,186 @@
+"""Request and response bodies of the gateway (HTTP and MCP share them); documented field by field so
+``/openapi.json`` and the MCP tool schemas describe everything."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from schemas import Memory, Provenance
+from schemas.v1 import MemoryKind, MemoryStatus, MemoryType, Source
+
+Order = Literal["relevance", "chronological"]
+Outcome = Literal["success", "failure", "abandoned", "unknown"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetainRequest(_Body):
+    """Something that happened, to remember; it is published to ``memory.interactions.v1`` and
+    passes the guard before anything is stored."""
+
+    user_id: str = Field(min_length=1, max_length=256, description="End user the interaction is about.")
+    session_id: str = Field(min_length=1, max_length=256, description="Conversation or task session.")
+    content: str = Field(
+        min_length=1, max_length=100_000, description="The text: a turn, a note, a tool result."
+    )
+    source: Source = Field("user", description="Who produced it; sets the initial confidence (source trust).")
+    occurred_at: AwareDatetime | None = Field(
+        None, description="When it happened, with the user's own UTC offset; default now (UTC)."
+    )
+    tags: list[str] = Field(default_factory=list, description="Labels such as 'health'.")
+    scope: str = Field(
+        "global",
+        pattern=r"^(global|agent:[^\s]+)$",
+        description="'global' (every agent of the tenant) or 'agent:<id>' (that agent only).",
+    )
+    external_ref: str | None = Field(None, max_length=512, description="Reference in the caller's system.")
+    event_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Idempotency key; default a new UUID4. Resending "
+        "the same id never creates a second memory.",
+    )
+    speaker: str | None = Field(None, max_length=256, description="Display name of the speaker.")
+    agent_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Agent that produced it (ignored for a per-agent key).",
+    )
+
+
+class Accepted(BaseModel):
+    """An event was published to Kafka (acknowledged by the broker); processing is asynchronous."""
+
+    event_id: str = Field(description="Id of the published event.")
+    status: Literal["accepted"] = Field("accepted", description="Always 'accepted'.")
+
+
+class RecallRequest(_Body):
+    """A recall query (DESIGN.md section 5)."""
+
+    query: str = Field(description="Natural-language query; must not be empty.")
+    user_id: str = Field(min_length=1, max_length=256, description="Whose memories to search.")
+    top_k: int | None = Field(
+        None, description="How many memories to return: 1..max (15 by default); default 5."
+    )
+    types: list[MemoryType] | None = Field(None, description="Memory layers to search; default all.")
+    scopes: list[str] | None = Field(
+        None, description="Scopes to search; default every scope the key may read."
+    )
+    tags_any: list[str] | None = Field(None, description="Only memories with at least one of these tags.")
+    tags_exclude: list[str] | None = Field(None, description="Never memories with any of these tags.")
+    time_from: AwareDatetime | None = Field(None, description="Only memories created at or after this time.")
+    time_to: AwareDatetime | None = Field(None, description="Only memories created before this time.")
+    reference_time: AwareDatetime | None = Field(
+        None, description="'Now' for time weighting (ages are measured to it); default the current time."
+    )
+    order: Order = Field(
+        "relevance", description="'relevance' (best first) or 'chronological' (oldest first)."
+    )
+    include_superseded: bool = Field(False, description="Also return superseded (older) versions.")
+
+
+class ReflectRequest(_Body):
+    """A session or task has ended: triggers episode consolidation and semantic abstraction."""
+
+    user_id: str = Field(min_length=1, max_length=256, description="End user of the session.")
+    outcome: Outcome = Field("unknown", description="How the task ended.")
+    feedback: str | None = Field(None, max_length=10_000, description="User feedback text.")
+    feedback_score: float | None = Field(None, ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good).")
+    task: str | None = Field(None, max_length=2_000, description="What the session was for.")
+    event_count: int | None = Field(
+        None, ge=0, description="Interaction events the session produced (reflection waits for them)."
+    )
+
+
+class Scores(BaseModel):
+    """Why a memory was recalled (DESIGN.md section 4)."""
+
+    similarity: float = Field(description="Cosine similarity of the memory to the query, -1..1.")
+    time_weight: float = Field(
+        description="Time weight from the memory's age: 1.0 / 0.8 / 0.6 (step) or exp."
+    )
+    final: float = Field(description="Blended score used for ranking: 0.7 * similarity + 0.3 * time weight.")
+
+
+class MemoryView(BaseModel):
+    """A memory as the gateway shows it."""
+
+    id: str = Field(description="Memory id (UUID).")
+    user_id: str = Field(description="End user the memory is about.")
+    content: str = Field(description="Memory text (redacted by the guard).")
+    type: MemoryType = Field(description="working / episodic / semantic.")
+    kind: MemoryKind = Field("turn", description="'turn', 'episode' or 'fact'.")
+    source: Source = Field(description="Who said or produced it.")
+    speaker: str | None = Field(None, description="Display name of the speaker.")
+    scope: str = Field("global", description="'global' or 'agent:<id>'.")
+    session_id: str = Field(description="Session it came from.")
+    created_at: AwareDatetime = Field(description="When the remembered thing happened (user's offset).")
+    valid_to: AwareDatetime | None = Field(None, description="End of validity (set when expired).")
+    status: MemoryStatus = Field("active", description="active / superseded / expired / quarantined.")
+    version: int = Field(1, description="Position in the version chain (1 = first).")
+    parent_id: str | None = Field(None, description="Previous version, if any.")
+    tags: list[str] = Field(default_factory=list, description="Labels such as 'health'.")
+    confidence: float = Field(description="0..1 confidence.")
+    provenance: Provenance = Field(
+        Provenance(), description="Events, external references and memories it rests on."
+    )
+
+    @classmethod
+    def from_payload(cls, memory_id: str, payload: dict[str, Any]) -> MemoryView:
+        """The view of a vector-store payload (see :mod:`hindsight.records`)."""
+        return cls.model_validate({**payload, "id": memory_id})
+
+
+class RecalledMemory(MemoryView):
+    """A recalled memory with its scores and rank (the "memory usage report")."""
+
+    scores: Scores = Field(description="Similarity, time weight and final score.")
+    rank: int = Field(ge=1, description="1-based position in the response.")
+    duplicates: list[str] = Field(default_factory=list, description="Near-identical memories folded into it.")
+
+
+class RecallResponse(BaseModel):
+    """Result of a recall; one access event per memory was published to ``memory.access.v1``."""
+
+    query_id: str = Field(description="Id of this recall (access events carry it).")
+    memories: list[RecalledMemory] = Field(description="At most top_k memories, in the requested order.")
+
+
+class ForgetResult(BaseModel):
+    """A memory was forgotten."""
+
+    id: str = Field(description="The memory id.")
+    status: Literal["expired", "deleted"] = Field(
+        description="'expired' (soft: kept for history, never recalled) or 'deleted' (hard)."
+    )
+
+
+class MemoryDetail(BaseModel):
+    """One memory and its version chain."""
+
+    memory: Memory = Field(description="The full memory record.")
+    chain: list[MemoryView] = Field(
+        description="Its versions, newest first: the memory itself, then each parent_id in turn."
+    )
+
+
+class HistoryResponse(BaseModel):
+    """A user's memories in chronological order."""
+
+    user_id: str = Field(description="The user.")
+    memories: list[MemoryView] = Field(description="Oldest first (by created_at), with status and version.")
+    truncated: bool = Field(description="True when more memories matched than 'limit'.")
+
+
+class HealthResponse(BaseModel):
+    """Liveness of the gateway's dependencies."""
+
+    status: Literal["ok", "unavailable"] = Field(description="'ok' when every check passed.")
+    checks: dict[str, str] = Field(description="Check name -> 'ok' or the failure.")

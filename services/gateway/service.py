@@ -1,0 +1,439 @@
+"""The memory service core that the HTTP routes and the MCP tools both call.
+
+Writes go through Kafka: ``retain`` publishes an :class:`~schemas.InteractionEvent` and ``reflect``
+a :class:`~schemas.SessionClosedEvent`, so every memory passes the guard (DESIGN.md section 9).
+Reads (``recall``, ``get``, ``history``) go to the vector store with the caller's tenant pushed
+into the filter; the tenant always comes from the API key (:class:`Principal`), never from the
+request. ``forget`` is the one store write: a soft expiry (or a hard delete) of the caller's own
+memory. Store calls are synchronous, so they run in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from hindsight.ids import access_id
+from hindsight.pii import redact
+from hindsight.recall import RecallParams, recall
+from hindsight.records import from_payload, public_view
+from hindsight.stores.vector import MemoryFilter, VectorRecord
+from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
+from services.gateway.auth import Principal
+from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError
+from services.gateway.metrics import RECALLED, observe
+from services.gateway.models import (
+    Accepted,
+    ForgetResult,
+    HistoryResponse,
+    MemoryDetail,
+    MemoryView,
+    Order,
+    Outcome,
+    RecalledMemory,
+    RecallResponse,
+    Scores,
+)
+
+if TYPE_CHECKING:
+    from hindsight.runtime import Resources
+    from schemas.v1 import MemoryType, Source
+    from services.gateway.settings import GatewaySettings
+
+__all__ = ["MemoryService", "Principal"]
+
+DEFAULT_AGENT = "gateway"
+"""``agent_id`` of events published for a tenant-wide key that names no agent."""
+MAX_CHAIN = 100
+"""Longest version chain ``get`` walks (a guard against a cycle in ``parent_id``)."""
+_SCROLL_PAGE = 256
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _build(model: type[M], **fields: Any) -> M:
+    """``model(**fields)``, a validation failure as :class:`InvalidRequestError` naming the field."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or model.__name__
+        raise InvalidRequestError(
+            f"invalid {field}: {first['msg']}", field=field, fix=f"send a valid '{field}' ({first['msg']})"
+        ) from exc
+
+
+def _aware(name: str, value: datetime | None) -> None:
+    if value is not None and value.utcoffset() is None:
+        raise InvalidRequestError(
+            f"{name} has no time zone",
+            field=name,
+            fix=f"send {name} with a UTC offset, e.g. 2026-03-02T09:30:00+08:00",
+        )
+
+
+class MemoryService:
+    """Retain, recall, reflect, forget, get and history for authenticated principals.
+
+    Args:
+        resources: the process's clients (broker, vector store, embedder).
+        settings: gateway knobs (top_k bounds, similarity floor, time mode).
+    """
+
+    def __init__(self, resources: Resources, settings: GatewaySettings) -> None:
+        self._resources = resources
+        self._settings = settings
+
+    # -- scopes ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_scope(principal: Principal, scope: str, field: str = "scope") -> None:
+        allowed = principal.allowed_scopes()
+        if allowed is not None and scope not in allowed:
+            raise ForbiddenError(
+                f"this API key may not use scope {scope!r}", field=field, fix=f"use one of {list(allowed)}"
+            )
+
+    def _read_scopes(self, principal: Principal, scopes: Sequence[str] | None) -> tuple[str, ...] | None:
+        allowed = principal.allowed_scopes()
+        if scopes is None:
+            return allowed
+        for scope in scopes:
+            self._check_scope(principal, scope, "scopes")
+        return tuple(scopes)
+
+    @staticmethod
+    def _agent(principal: Principal, agent_id: str | None) -> str:
+        return principal.agent_id or agent_id or DEFAULT_AGENT
+
+    # -- writes through Kafka --------------------------------------------------------------------
+
+    async def retain(
+        self,
+        principal: Principal,
+        *,
+        user_id: str,
+        content: str,
+        session_id: str,
+        source: Source = "user",
+        occurred_at: datetime | None = None,
+        tags: Sequence[str] = (),
+        scope: str = "global",
+        external_ref: str | None = None,
+        event_id: str | None = None,
+        speaker: str | None = None,
+        agent_id: str | None = None,
+    ) -> Accepted:
+        """Publish one interaction to ``memory.interactions.v1`` (keyed ``tenant:user``) and wait for
+        the broker's acknowledgement. Nothing is stored here: the guard and ingest stages decide.
+
+        Raises:
+            InvalidRequestError: a field is invalid (empty content, naive ``occurred_at``, ...).
+            ForbiddenError: a per-agent key used another agent's scope.
+            StoreUnavailableError: Kafka refused or timed out (retry: same ``event_id`` is safe).
+        """
+        with observe("retain"):
+            _aware("occurred_at", occurred_at)
+            self._check_scope(principal, scope)
+            event = _build(
+                InteractionEvent,
+                tenant_id=principal.tenant_id,
+                user_id=user_id,
+                agent_id=self._agent(principal, agent_id),
+                session_id=session_id,
+                event_id=event_id or str(uuid.uuid4()),
+                occurred_at=occurred_at or datetime.now(UTC),
+                source=source,
+                content=content,
+                speaker=speaker,
+                scope=scope,
+                tags=tuple(tags),
+                external_ref=external_ref,
+            )
+            publisher = self._resources.publisher()
+            publisher.send(Topic.INTERACTIONS, partition_key(event.tenant_id, event.user_id), event)
+            await publisher.flush()
+            return Accepted(event_id=event.event_id)
+
+    async def reflect(
+        self,
+        principal: Principal,
+        *,
+        user_id: str,
+        session_id: str,
+        outcome: Outcome = "unknown",
+        feedback: str | None = None,
+        feedback_score: float | None = None,
+        task: str | None = None,
+        event_count: int | None = None,
+        agent_id: str | None = None,
+    ) -> Accepted:
+        """Publish a session close to ``memory.sessions.v1``: episode consolidation and semantic
+        abstraction follow asynchronously.
+
+        Raises:
+            InvalidRequestError: a field is invalid (``feedback_score`` outside -1..1, ...).
+            StoreUnavailableError: Kafka refused or timed out.
+        """
+        with observe("reflect"):
+            event = _build(
+                SessionClosedEvent,
+                tenant_id=principal.tenant_id,
+                user_id=user_id,
+                agent_id=self._agent(principal, agent_id),
+                session_id=session_id,
+                event_id=str(uuid.uuid4()),
+                closed_at=datetime.now(UTC),
+                task=task,
+                outcome=outcome,
+                feedback=feedback,
+                feedback_score=feedback_score,
+                event_count=event_count,
+            )
+            publisher = self._resources.publisher()
+            publisher.send(Topic.SESSIONS, partition_key(event.tenant_id, event.user_id), event)
+            await publisher.flush()
+            return Accepted(event_id=event.event_id)
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    def _top_k(self, top_k: int | None) -> int:
+        default, most = self._settings.default_top_k, self._settings.max_top_k
+        value = default if top_k is None else top_k
+        if isinstance(value, bool) or not 1 <= value <= most:
+            raise InvalidRequestError(
+                f"top_k={top_k!r} is out of range",
+                field="top_k",
+                fix=f"ask for 1..{most} memories (default {default})",
+            )
+        return value
+
+    async def recall(
+        self,
+        principal: Principal,
+        *,
+        query: str,
+        user_id: str,
+        top_k: int | None = None,
+        types: Sequence[MemoryType] | None = None,
+        scopes: Sequence[str] | None = None,
+        tags_any: Sequence[str] | None = None,
+        tags_exclude: Sequence[str] | None = None,
+        time_from: datetime | None = None,
+        time_to: datetime | None = None,
+        reference_time: datetime | None = None,
+        order: Order = "relevance",
+        include_superseded: bool = False,
+    ) -> RecallResponse:
+        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
+        scores that explain each; publishes one access event per returned memory (flushed first).
+
+        Raises:
+            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            ForbiddenError: a per-agent key asked for another agent's scope.
+            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
+        """
+        with observe("recall"):
+            if not query or not query.strip():
+                raise InvalidRequestError(
+                    "query is empty", field="query", fix="send the question to recall memories for"
+                )
+            if not user_id or not user_id.strip():
+                raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
+            k = self._top_k(top_k)
+            for name, value in (
+                ("time_from", time_from),
+                ("time_to", time_to),
+                ("reference_time", reference_time),
+            ):
+                _aware(name, value)
+            flt = MemoryFilter(
+                tenant_id=principal.tenant_id,
+                user_id=user_id,
+                scopes=self._read_scopes(principal, scopes),
+                types=types,
+                statuses=("active", "superseded") if include_superseded else ("active",),
+                tags_any=tags_any,
+                tags_exclude=tags_exclude,
+                created_from=time_from,
+                created_to=time_to,
+            )
+            params = RecallParams(
+                top_k=k,
+                candidates=max(self._settings.candidates, k),
+                similarity_floor=self._settings.similarity_floor,
+                time_mode=self._settings.time_mode,
+                order=order,
+            )
+            hits = await recall(
+                query,
+                flt,
+                store=self._resources.vector_store(),
+                embedder=self._resources.embedder(),
+                params=params,
+                reference_time=reference_time,
+            )
+            query_id = str(uuid.uuid4())
+            memories = [
+                RecalledMemory.model_validate(
+                    {
+                        **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
+                        "scores": Scores(
+                            similarity=hit.similarity, time_weight=hit.time_weight, final=hit.final_score
+                        ),
+                        "rank": hit.rank,
+                        "duplicates": list(hit.duplicates),
+                    }
+                )
+                for hit in hits
+            ]
+            await self._publish_access(principal, query_id, query, memories)
+            RECALLED.inc(len(memories))
+            return RecallResponse(query_id=query_id, memories=memories)
+
+    async def _publish_access(
+        self, principal: Principal, query_id: str, query: str, memories: Sequence[RecalledMemory]
+    ) -> None:
+        """One :class:`~schemas.AccessEvent` per returned memory, flushed (acknowledged) before return."""
+        if not memories:
+            return
+        now = datetime.now(UTC)
+        agent = self._agent(principal, None)
+        publisher = self._resources.publisher()
+        safe_query = redact(query).text  # DESIGN.md s6: nothing unredacted reaches the access log
+        for memory in memories:
+            event = AccessEvent(
+                access_id=access_id(query_id, memory.id),
+                query_id=query_id,
+                tenant_id=principal.tenant_id,
+                user_id=memory.user_id,
+                agent_id=agent,
+                memory_id=memory.id,
+                memory_type=memory.type,
+                rank=memory.rank,
+                similarity=memory.scores.similarity,
+                time_weight=memory.scores.time_weight,
+                final_score=memory.scores.final,
+                query_text=safe_query,
+                accessed_at=now,
+            )
+            publisher.send(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
+        await publisher.flush()
+
+    async def _owned(self, principal: Principal, memory_id: str) -> VectorRecord:
+        """The caller's memory ``memory_id``; another tenant's (or scope's) memory is "not found"."""
+        try:
+            records = await asyncio.to_thread(self._resources.vector_store().retrieve, [memory_id])
+        except ValueError as exc:  # not a UUID: cannot exist
+            raise NotFoundError(memory_id) from exc
+        if not records:
+            raise NotFoundError(memory_id)
+        record = records[0]
+        allowed = principal.allowed_scopes()
+        if record.payload.get("tenant_id") != principal.tenant_id or (
+            allowed is not None and record.payload.get("scope") not in allowed
+        ):
+            raise NotFoundError(memory_id)
+        return record
+
+    async def forget(self, principal: Principal, *, memory_id: str, hard: bool = False) -> ForgetResult:
+        """Forget one of the caller's memories: soft (``status='expired'``, ``valid_to`` and
+        ``expired_ts`` = now; kept for history, never recalled) or hard (deleted).
+
+        Raises:
+            NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
+            StoreUnavailableError: the vector store failed.
+        """
+        with observe("forget"):
+            record = await self._owned(principal, memory_id)
+            store = self._resources.vector_store()
+            if hard:
+                await asyncio.to_thread(store.delete, [record.id])
+                return ForgetResult(id=record.id, status="deleted")
+            if record.payload.get("status") != "expired":
+                now = datetime.now(UTC)
+                updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
+                await asyncio.to_thread(store.set_payload, [record.id], updates)
+            return ForgetResult(id=record.id, status="expired")
+
+    async def get(self, principal: Principal, *, memory_id: str) -> MemoryDetail:
+        """One of the caller's memories and its version chain (newest first, following ``parent_id``).
+
+        Raises:
+            NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
+            StoreUnavailableError: the vector store failed.
+        """
+        with observe("get"):
+            record = await self._owned(principal, memory_id)
+            chain = [MemoryView.from_payload(record.id, record.payload)]
+            seen = {record.id}
+            parent = record.payload.get("parent_id")
+            while parent and parent not in seen and len(chain) < MAX_CHAIN:
+                try:
+                    older = await self._owned(principal, str(parent))
+                except NotFoundError:
+                    break  # a parent hard-deleted (or never visible to this key) ends the chain
+                chain.append(MemoryView.from_payload(older.id, older.payload))
+                seen.add(older.id)
+                parent = older.payload.get("parent_id")
+            return MemoryDetail(memory=from_payload(public_view(record.payload)), chain=chain)
+
+    async def history(
+        self,
+        principal: Principal,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        types: Sequence[MemoryType] | None = None,
+        include_inactive: bool = True,
+        limit: int = 100,
+    ) -> HistoryResponse:
+        """The user's memories in chronological order (``created_at``), with status and version: the
+        newest ``limit`` of them, oldest first. Expired and superseded ones are included unless
+        ``include_inactive`` is false.
+
+        Raises:
+            InvalidRequestError: empty ``user_id``, or ``limit`` outside 1..history_max.
+            StoreUnavailableError: the vector store failed.
+        """
+        with observe("history"):
+            if not user_id or not user_id.strip():
+                raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
+            if isinstance(limit, bool) or not 1 <= limit <= self._settings.history_max:
+                raise InvalidRequestError(
+                    f"limit={limit!r} is out of range",
+                    field="limit",
+                    fix=f"use 1..{self._settings.history_max}",
+                )
+            flt = MemoryFilter(
+                tenant_id=principal.tenant_id,
+                user_id=user_id,
+                session_id=session_id or None,
+                types=types,
+                scopes=principal.allowed_scopes(),
+                statuses=None if include_inactive else ("active",),
+            )
+            records = await asyncio.to_thread(self._scroll_all, flt)
+            records.sort(key=lambda r: (float(r.payload.get("created_ts", 0.0)), r.id))
+            newest = records[-limit:]
+            return HistoryResponse(
+                user_id=user_id,
+                memories=[MemoryView.from_payload(r.id, r.payload) for r in newest],
+                truncated=len(records) > limit,
+            )
+
+    def _scroll_all(self, flt: MemoryFilter) -> list[VectorRecord]:
+        store = self._resources.vector_store()
+        out: list[VectorRecord] = []
+        offset: str | None = None
+        while True:
+            page, offset = store.scroll(flt, _SCROLL_PAGE, offset)
+            out.extend(page)
+            if offset is None:
+                return out

@@ -1,0 +1,81 @@
+"""Gateway settings (env prefix ``HINDSIGHT_GATEWAY_``), built inside the app factory, never at import."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from hindsight.errors import ConfigurationError
+from hindsight.recall import SIMILARITY_FLOOR, TOP_K_DEFAULT, TOP_K_MAX
+from hindsight.settings import RuntimeSettings, require_secret
+from services.gateway.auth import Principal, parse_api_keys
+
+DEV_KEY = "dev-local-key"
+"""The key every local (embedded) install accepts out of the box; refused in production."""
+
+
+class GatewaySettings(BaseSettings):
+    """Knobs of the gateway (DESIGN.md sections 4 and 6).
+
+    ``api_keys`` is given in the environment as ``KEY=TENANT[:AGENT][,KEY2=TENANT2[:AGENT2]]`` or as
+    JSON. Unset, local mode accepts ``dev-local-key`` for tenant ``default``; production mode
+    (``HINDSIGHT_MODE=production``) needs explicit keys and refuses every key starting ``dev-``.
+
+    Raises:
+        ConfigurationError: production mode with no keys, or with a ``dev-`` / placeholder key.
+        pydantic.ValidationError: a malformed value (bad key list, ``default_top_k`` > ``max_top_k``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_GATEWAY_", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="Interface the HTTP server binds to.")
+    port: int = Field(8080, ge=0, le=65535, description="TCP port of the HTTP server (0 = any free port).")
+    api_keys: Annotated[dict[str, Principal] | None, NoDecode] = Field(
+        None,
+        repr=False,
+        description="API key -> principal; env 'KEY=TENANT[:AGENT][,...]' or JSON. Unset: the local dev key.",
+    )
+    default_top_k: int = Field(
+        TOP_K_DEFAULT, ge=1, description="Memories recall returns when top_k is omitted."
+    )
+    max_top_k: int = Field(TOP_K_MAX, ge=1, description="Largest top_k a caller may ask for (DESIGN.md s4).")
+    candidates: int = Field(50, ge=1, description="Vector-search candidates ranked per recall.")
+    similarity_floor: float = Field(
+        SIMILARITY_FLOOR, ge=-1.0, le=1.0, description="Cosine below which a memory is never recalled."
+    )
+    time_mode: Literal["step", "exp"] = Field(
+        "step", description="Recall time weighting: step or exponential."
+    )
+    history_max: int = Field(1000, ge=1, description="Largest page a history call may ask for.")
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_keys(cls, value: Any) -> Any:
+        return value if value is None else parse_api_keys(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> GatewaySettings:
+        if self.default_top_k > self.max_top_k:
+            raise ValueError(
+                f"default_top_k ({self.default_top_k}) must not exceed max_top_k ({self.max_top_k})"
+            )
+        mode = RuntimeSettings().mode
+        if self.api_keys is None:
+            if mode == "production":
+                raise ConfigurationError(
+                    "HINDSIGHT_GATEWAY_API_KEYS must be set in production mode (KEY=TENANT[:AGENT],...)"
+                )
+            self.api_keys = {DEV_KEY: Principal(tenant_id="default")}
+        if not self.api_keys:
+            raise ConfigurationError(
+                "HINDSIGHT_GATEWAY_API_KEYS holds no key: the gateway would refuse every call"
+            )
+        for key in self.api_keys:
+            require_secret(mode, "every key in HINDSIGHT_GATEWAY_API_KEYS", SecretStr(key))
+        return self
+
+    def keys(self) -> dict[str, Principal]:
+        """The configured API keys (never empty after validation)."""
+        return dict(self.api_keys or {})

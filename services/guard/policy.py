@@ -1,0 +1,122 @@
+"""Guard policy and the guard decision for one message (DESIGN.md sections 3, 4 and 6).
+
+:func:`evaluate` is the whole guard verdict for one piece of content, as a pure function:
+
+1. PII/secrets (:mod:`hindsight.pii`, shared so the gateway redacts queries with the same rules):
+   every finding gets its type's action. A ``block`` finding (secrets by default) makes the verdict
+   ``block``: the message goes to ``memory.quarantine.v1`` with the reason and is never stored
+   (DESIGN.md sections 3 and 6).
+2. Poisoning (:mod:`services.guard.poisoning`), when the policy enables it: an instruction aimed at
+   the agent's future behaviour makes the verdict ``quarantine``. So do a burst flagged by the
+   caller's :class:`~services.guard.poisoning.BurstDetector` and a source missing from the trust
+   table (DESIGN.md section 6: "unknown sources" are an anomaly).
+3. Otherwise ``pass``, with the redacted content.
+
+The returned content is always the redacted text, whatever the verdict, so no copy of a message
+(quarantine included) carries raw PII or a secret. The findings summary holds types and counts only,
+never matched text, so it is safe to log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
+from services.guard.poisoning import detect_poisoning
+
+Verdict = Literal["pass", "quarantine", "block"]
+"""``pass``: to memory.guarded.v1; ``quarantine``/``block``: to memory.quarantine.v1 (DESIGN.md s3)."""
+
+DEFAULT_TRUST: Final[Mapping[str, float]] = MappingProxyType(
+    {"tool": 0.8, "user": 0.6, "assistant": 0.4, "system": 0.7}
+)
+"""Initial confidence by source. tool 0.8, user 0.6, assistant 0.4 are DESIGN.md section 4; system 0.7
+is our choice (operator-authored, more trusted than a user statement, less than a tool result)."""
+
+Trust = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class GuardPolicy(BaseModel):
+    """What the guard does: per-type PII actions, source trust table, poisoning checks on/off.
+
+    Partial ``actions`` and ``trust`` mappings are merged over the defaults, so
+    ``GuardPolicy(actions={"ip": "keep"})`` changes IP handling only. Unknown PII types or actions are
+    rejected at validation time.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actions: dict[PiiType, Action] = Field(
+        default_factory=lambda: dict(DEFAULT_ACTIONS),
+        description="Action per PII/secret type: redact, mask, block or keep (DESIGN.md section 6).",
+    )
+    trust: dict[str, Trust] = Field(
+        default_factory=lambda: dict(DEFAULT_TRUST),
+        description="Initial confidence by event source (DESIGN.md section 4; 'system' is our choice).",
+    )
+    poisoning: bool = Field(
+        default=True,
+        description="Quarantine instruction-like content aimed at future behaviour (DESIGN.md section 6).",
+    )
+    quarantine_unknown_sources: bool = Field(
+        default=True,
+        description="Quarantine content whose source is not in the trust table (DESIGN.md section 6).",
+    )
+
+    @field_validator("actions", mode="after")
+    @classmethod
+    def _merge_actions(cls, value: dict[PiiType, Action]) -> dict[PiiType, Action]:
+        return {**DEFAULT_ACTIONS, **value}
+
+    @field_validator("trust", mode="after")
+    @classmethod
+    def _merge_trust(cls, value: dict[str, float]) -> dict[str, float]:
+        return {**DEFAULT_TRUST, **value}
+
+
+class GuardDecision(BaseModel):
+    """The guard's verdict on one message; safe to log and to publish (no raw PII inside)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verdict: Verdict = Field(description="pass, quarantine or block (DESIGN.md sections 3 and 6).")
+    content: str = Field(description="The content with every finding redacted/masked per the policy.")
+    findings: dict[str, int] = Field(description="PII/secret type -> number of findings; never the values.")
+    reasons: tuple[str, ...] = Field(description="Why the verdict is not pass, e.g. 'secret:api_key'.")
+    trust: float = Field(
+        description="Initial confidence of the source (DESIGN.md section 4); 0.0 if unknown."
+    )
+
+
+def evaluate(content: str, source: str, policy: GuardPolicy, *, burst: bool = False) -> GuardDecision:
+    """Judge one message from ``source`` under ``policy`` (DESIGN.md section 6).
+
+    ``burst`` is the caller's ``BurstDetector.observe`` result for this event; it quarantines with
+    reason ``burst``. Reasons, in order: ``secret:<type>`` (or ``block:<type>``) per blocking type,
+    ``unknown_source``, ``poisoning:<rule>`` per fired rule, ``burst``. Verdict: ``block`` if anything
+    blocks, else ``quarantine`` if there is any other reason, else ``pass``.
+    """
+    redaction = redact(content, policy.actions)
+    reasons: list[str] = list(redaction.block_reasons)
+
+    known_source = source in policy.trust
+    if not known_source and policy.quarantine_unknown_sources:
+        reasons.append("unknown_source")
+    if policy.poisoning:
+        reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+    if burst:
+        reasons.append("burst")
+
+    verdict: Verdict = "block" if redaction.blocked else "quarantine" if reasons else "pass"
+    return GuardDecision(
+        verdict=verdict,
+        content=redaction.text,
+        findings=dict(sorted(Counter(f.type for f in redaction.findings).items())),
+        reasons=tuple(reasons),
+        trust=policy.trust.get(source, 0.0),
+    )

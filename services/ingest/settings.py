@@ -1,0 +1,20 @@
+"""Ingest settings (env prefix ``HINDSIGHT_INGEST_``); defaults from DESIGN.md sections 2 and 4."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class IngestSettings(BaseSettings):
+    """Write-trigger, working memory and embed-stage knobs."""
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_INGEST_", extra="ignore")
+
+    keep_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Importance needed to keep a turn.")
+    working_capacity: int = Field(8, ge=1, description="Working memory items per session (DESIGN.md s2).")
+    working_lambda: float = Field(0.1, ge=0.0, description="Working memory decay per turn (DESIGN.md s2).")
+    dedupe_cosine: float = Field(0.95, ge=0.0, le=1.0, description="Near-duplicate threshold (DESIGN.md s4).")
+    stages: tuple[str, ...] = Field(
+        ("trigger", "embed"), description="Stages this process runs: 'trigger', 'embed' or both."
+    )

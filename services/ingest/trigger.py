@@ -1,0 +1,149 @@
+"""Write-trigger stage: importance, keep/skip, working memory (DESIGN.md sections 2-4).
+
+Consumes ``memory.guarded.v1``. For every guarded interaction, in partition (per-user) order:
+
+1. score it with :func:`services.ingest.write_trigger.decide`;
+2. record it in the session ledger (processed events, kept memory ids) for reflection;
+3. push it into the session's working memory in Redis; every item the push evicts that was not kept
+   is compressed into an episodic memory candidate, never dropped;
+4. publish a :class:`~schemas.MemoryCandidate` to ``memory.candidates.v1`` if it is worth keeping.
+
+All writes are idempotent (deterministic ids, idempotent Redis scripts), so a redelivered batch
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.ids import turn_memory_id
+from hindsight.stores.working_memory import SessionKey, WorkingItem
+from hindsight.text import features
+from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Provenance, Topic, partition_key
+from services.ingest.write_trigger import WriteDecision, compress, decide
+
+if TYPE_CHECKING:
+    from hindsight.publisher import EventPublisher
+    from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.working_memory import WorkingMemory
+
+
+def turn_text(event: InteractionEvent) -> str:
+    """The text a turn memory stores: content, plus the tool result when there is one."""
+    if event.tool_result:
+        return f"{event.content}\n[tool {event.tool_name or ''} result] {event.tool_result}"
+    return event.content
+
+
+def candidate_for(event: InteractionEvent, decision: WriteDecision, trust: float) -> MemoryCandidate:
+    """The turn-memory candidate of a kept interaction."""
+    return MemoryCandidate(
+        tenant_id=event.tenant_id,
+        user_id=event.user_id,
+        agent_id=event.agent_id,
+        session_id=event.session_id,
+        memory_id=turn_memory_id(event.tenant_id, event.event_id),
+        content=turn_text(event),
+        source=event.source,
+        speaker=event.speaker,
+        scope=event.scope,
+        tags=tuple(dict.fromkeys((*event.tags, *decision.features.tags))),
+        entities=decision.features.entities,
+        intent=decision.features.intent,
+        importance=decision.importance,
+        confidence=trust,
+        occurred_at=event.occurred_at,
+        reason=decision.reason,
+        provenance=Provenance(
+            event_ids=(event.event_id,), external_refs=(event.external_ref,) if event.external_ref else ()
+        ),
+    )
+
+
+def compressed_candidate(item: WorkingItem, owner: InteractionEvent, trust: float) -> MemoryCandidate:
+    """Episodic candidate for a working-memory item pushed out without having been kept."""
+    text = compress(item.content)
+    f = features(text)
+    return MemoryCandidate(
+        tenant_id=owner.tenant_id,
+        user_id=owner.user_id,
+        agent_id=owner.agent_id,
+        session_id=owner.session_id,
+        memory_id=item.id,
+        content=text,
+        source=item.source,
+        speaker=None,
+        scope=owner.scope,
+        tags=("compressed", *f.tags),
+        entities=f.entities,
+        intent=f.intent,
+        importance=item.importance,
+        confidence=trust,
+        occurred_at=item.created_at,
+        reason="compressed: pushed out of working memory",
+        provenance=Provenance(
+            event_ids=(item.event_id,), external_refs=(item.external_ref,) if item.external_ref else ()
+        ),
+    )
+
+
+class WriteTriggerStage:
+    """Write-trigger: importance and keep/skip, working memory update, memory candidates."""
+
+    name = "ingest.trigger"
+
+    def __init__(self, working: WorkingMemory, ledger: SessionLedger, *, threshold: float) -> None:
+        self._working = working
+        self._ledger = ledger
+        self._threshold = threshold
+
+    def parse(self, topic: str, raw: bytes) -> GuardedEvent:
+        """Validate a guarded event."""
+        return parse_model(GuardedEvent, raw)
+
+    async def handle(
+        self, batch: Sequence[Envelope[GuardedEvent]], out: EventPublisher
+    ) -> Sequence[Rejection]:
+        """Process in order; Redis writes are durable (and idempotent) before outputs are queued.
+
+        Raises:
+            StoreUnavailableError: Redis failed (the batch is retried; nothing is committed).
+        """
+        for env in batch:
+            guarded = env.event
+            event = guarded.interaction
+            decision = decide(turn_text(event), event.source, threshold=self._threshold)
+            memory_id = turn_memory_id(event.tenant_id, event.event_id)
+            ordinal = await self._ledger.record(
+                event.tenant_id,
+                event.user_id,
+                event.session_id,
+                event.event_id,
+                memory_id if decision.keep else None,
+            )
+            item = WorkingItem(
+                id=memory_id,
+                content=turn_text(event),
+                importance=decision.importance,
+                turn_index=event.turn_index if event.turn_index is not None else ordinal,
+                created_at=event.occurred_at,
+                source=event.source,
+                external_ref=event.external_ref,
+                event_id=event.event_id,
+            )
+            key = partition_key(event.tenant_id, event.user_id)
+            evicted = await self._working.push(
+                SessionKey(tenant_id=event.tenant_id, user_id=event.user_id, session_id=event.session_id),
+                item,
+            )
+            if decision.keep:
+                out.send(Topic.CANDIDATES, key, candidate_for(event, decision, guarded.trust))
+            for old in evicted:
+                if old.importance < self._threshold:
+                    await self._ledger.record(
+                        event.tenant_id, event.user_id, event.session_id, old.event_id, old.id
+                    )
+                    out.send(Topic.CANDIDATES, key, compressed_candidate(old, event, guarded.trust))
+        return ()

@@ -1,0 +1,27 @@
+"""Reflect service app: ``faststream run services.reflect.app:create_app --factory``."""
+
+from __future__ import annotations
+
+from faststream import FastStream
+
+from hindsight.runtime import Resources, service_app
+from hindsight.stores.session_ledger import SessionLedger
+from hindsight.stores.working_memory import WorkingMemory
+from schemas import Topic
+from services.reflect.settings import ReflectSettings
+from services.reflect.stage import ReflectStage
+
+
+async def register(resources: Resources, settings: ReflectSettings | None = None) -> None:
+    """Subscribe the reflect stage to ``memory.sessions.v1`` (group ``<prefix>-reflect``)."""
+    cfg = settings or ReflectSettings()
+    redis = await resources.redis()
+    stage = ReflectStage(
+        resources.vector_store(), resources.embedder(), SessionLedger(redis), WorkingMemory(redis), cfg
+    )
+    resources.subscribe(stage, [Topic.SESSIONS], "reflect")
+
+
+def create_app() -> FastStream:
+    """App factory: settings are read here, clients opened in the lifespan."""
+    return service_app(register)

@@ -1,0 +1,219 @@
+"""Reflect stage: consolidate closed sessions into episodes, abstract recurring patterns (DESIGN.md s2-4).
+
+Consumes ``memory.sessions.v1``. For each closed session:
+
+1. wait (bounded by ``close_grace_s``) until the write-trigger has processed ``event_count`` events
+   of the session and the embed stage has stored (or merged) every turn memory it kept: a close
+   that overtakes its own turns is retried (``SessionNotReadyError``) instead of producing a partial episode;
+2. build the episode from the session's turn memories (:func:`build_episode`), embed and upsert it
+   (an existing episode keeps its access history), publish it on ``memory.episodes.v1``;
+3. K-of-M abstraction over the user's last M episodes into semantic memories (new or updated);
+4. publish the :class:`~schemas.ReflectionResult` and clear the session's working memory (its items
+   are summarised in the episode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.errors import RetryableError
+from hindsight.ids import stable_id
+from hindsight.records import from_payload, to_payload, with_merged_provenance
+from hindsight.stores.vector import MemoryFilter, VectorRecord
+from hindsight.stores.working_memory import SessionKey
+from schemas import (
+    EpisodeEvent,
+    Memory,
+    MemoryOperation,
+    ReflectionResult,
+    SessionClosedEvent,
+    Topic,
+    partition_key,
+)
+from services.reflect.abstraction import fact_for, recurring_entities
+from services.reflect.consolidate import build_episode
+
+if TYPE_CHECKING:
+    from hindsight.inference.embedder import Embedder
+    from hindsight.publisher import EventPublisher
+    from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.vector import VectorStore
+    from hindsight.stores.working_memory import WorkingMemory
+    from services.reflect.settings import ReflectSettings
+
+_SCROLL_PAGE = 512
+
+
+class SessionNotReadyError(RetryableError):
+    """The session's turns are still in flight; retry the close event later."""
+
+
+class ReflectStage:
+    """Reflection: episode consolidation and K-of-M semantic abstraction."""
+
+    name = "reflect"
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        ledger: SessionLedger,
+        working: WorkingMemory,
+        settings: ReflectSettings,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._ledger = ledger
+        self._working = working
+        self._cfg = settings
+        self._first_seen: dict[str, float] = {}
+
+    def parse(self, topic: str, raw: bytes) -> SessionClosedEvent:
+        """Validate a session-closed event."""
+        return parse_model(SessionClosedEvent, raw)
+
+    async def handle(
+        self, batch: Sequence[Envelope[SessionClosedEvent]], out: EventPublisher
+    ) -> Sequence[Rejection]:
+        """Reflect on every closed session of the batch, in order.
+
+        Raises:
+            SessionNotReadyError: a session's turns are still being processed (within the grace period).
+            StoreUnavailableError / ModelUnavailableError: transient failures.
+        """
+        for env in batch:
+            await self._reflect(env.event, out)
+        return ()
+
+    async def _wait_until_complete(self, close: SessionClosedEvent) -> None:
+        processed, missing = await self._ledger.pending(close.tenant_id, close.user_id, close.session_id)
+        ready = not missing and (close.event_count is None or processed >= close.event_count)
+        if ready:
+            self._first_seen.pop(close.event_id, None)
+            return
+        first = self._first_seen.setdefault(close.event_id, time.monotonic())
+        if time.monotonic() - first < self._cfg.close_grace_s:
+            raise SessionNotReadyError(
+                f"session {close.session_id}: {processed}/{close.event_count} events processed, "
+                f"{len(missing)} kept memories not stored yet"
+            )
+        self._first_seen.pop(close.event_id, None)
+
+    def _scroll(self, flt: MemoryFilter) -> list[Memory]:
+        out: list[Memory] = []
+        offset: str | None = None
+        while True:
+            records, offset = self._store.scroll(flt, _SCROLL_PAGE, offset)
+            out.extend(with_merged_provenance(r.payload) for r in records)
+            if offset is None:
+                return out
+
+    async def _upsert(self, memories: Sequence[Memory]) -> None:
+        if not memories:
+            return
+        vectors = await asyncio.to_thread(self._embedder.embed_passages, [m.content for m in memories])
+        existing = {r.id: r for r in await asyncio.to_thread(self._store.retrieve, [m.id for m in memories])}
+        records = []
+        for fresh, vec in zip(memories, vectors, strict=True):
+            old = existing.get(fresh.id)
+            memory = fresh
+            if old is not None:  # keep the access history of an earlier version of this record
+                prior = from_payload(old.payload)
+                memory = fresh.model_copy(
+                    update={
+                        "access_count": prior.access_count,
+                        "last_accessed_at": prior.last_accessed_at,
+                        "stored_at": prior.stored_at,
+                    }
+                )
+            payload = to_payload(memory)
+            if old is not None:
+                payload |= {k: v for k, v in old.payload.items() if k.startswith("merged_")}
+            records.append(VectorRecord(memory.id, vec, payload))
+        await asyncio.to_thread(self._store.upsert, records)
+
+    async def _reflect(self, close: SessionClosedEvent, out: EventPublisher) -> None:
+        await self._wait_until_complete(close)
+        now = datetime.now(UTC)
+        session_flt = MemoryFilter(
+            tenant_id=close.tenant_id,
+            user_id=close.user_id,
+            session_id=close.session_id,
+            types=("episodic",),
+            statuses=("active",),
+        )
+        turns = [m for m in await asyncio.to_thread(self._scroll, session_flt) if m.kind == "turn"]
+        episode = build_episode(
+            close, turns, stored_at=now, key_points=self._cfg.key_points, model=self._embedder.name
+        )
+        await self._upsert([episode])
+        key = partition_key(close.tenant_id, close.user_id)
+        out.send(
+            Topic.EPISODES,
+            key,
+            EpisodeEvent(
+                episode=episode,
+                turn_memory_ids=tuple(m.id for m in turns),
+                outcome=close.outcome,
+                feedback_score=close.feedback_score,
+            ),
+        )
+        operations = [
+            MemoryOperation(op="store", memory_id=episode.id, reason="episode consolidated on close")
+        ]
+        operations += await self._abstract(close, episode, now)
+        out.send(
+            Topic.REFLECTIONS,
+            key,
+            ReflectionResult(
+                reflection_id=stable_id("reflection", episode.id),
+                tenant_id=close.tenant_id,
+                user_id=close.user_id,
+                episode_id=episode.id,
+                operations=tuple(operations),
+                reflected_at=now,
+            ),
+        )
+        await self._working.clear(
+            SessionKey(tenant_id=close.tenant_id, user_id=close.user_id, session_id=close.session_id)
+        )
+
+    async def _abstract(
+        self, close: SessionClosedEvent, episode: Memory, now: datetime
+    ) -> list[MemoryOperation]:
+        user_flt = MemoryFilter(tenant_id=close.tenant_id, user_id=close.user_id, statuses=("active",))
+        memories = await asyncio.to_thread(self._scroll, user_flt)
+        episodes = [m for m in memories if m.kind == "episode"]
+        if episode.id not in {e.id for e in episodes}:
+            episodes.append(episode)
+        facts = {m.id: m for m in memories if m.kind == "fact"}
+        changed: list[Memory] = []
+        operations: list[MemoryOperation] = []
+        for pattern in recurring_entities(episodes, k=self._cfg.k, m=self._cfg.m):
+            candidate = fact_for(pattern, episode, stored_at=now, k=self._cfg.k, existing=None)
+            existing = facts.get(candidate.id)
+            fact = fact_for(pattern, episode, stored_at=now, k=self._cfg.k, existing=existing)
+            if existing is not None and (existing.content, existing.confidence) == (
+                fact.content,
+                fact.confidence,
+            ):
+                continue
+            changed.append(fact)
+            operations.append(
+                MemoryOperation(
+                    op="update" if existing else "store",
+                    memory_id=fact.id,
+                    confidence=fact.confidence,
+                    reason=(
+                        f"{pattern.entity} in {pattern.support} of the last {pattern.window} episodes "
+                        f"(K={self._cfg.k})"
+                    ),
+                )
+            )
+        await self._upsert(changed)
+        return operations

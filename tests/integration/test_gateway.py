@@ -1,0 +1,626 @@
+"""The gateway end to end over real components: a real Kafka broker (session fixture), the embedded
+Qdrant engine, the local E5 embedder, and the gateway served by uvicorn on a loopback port.
+
+Memories are seeded straight into the vector store (the gateway itself never writes memories: its
+``retain`` is checked by consuming ``memory.interactions.v1``). Tenants A and B share user ids, so
+only the API key's tenant keeps their memories apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import numpy as np
+import pytest
+import uvicorn
+from aiokafka import AIOKafkaConsumer
+from mcp import StdioServerParameters
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
+
+from hindsight.brokers import ensure_topics
+from hindsight.ids import access_id, stable_id
+from hindsight.records import to_payload
+from hindsight.runtime import Resources, make_broker, open_resources
+from hindsight.settings import (
+    AllSettings,
+    ClickHouseSettings,
+    EmbedderSettings,
+    KafkaSettings,
+    RedisSettings,
+    RuntimeSettings,
+    VectorStoreSettings,
+)
+from hindsight.stores.vector import VectorRecord
+from schemas import Memory, Provenance, Topic
+from services.gateway.app import build_asgi
+from services.gateway.auth import Principal
+from services.gateway.settings import GatewaySettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+WAIT_S = 30.0
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KEY_A = "key-tenant-a"
+KEY_B = "key-tenant-b"
+KEY_A_AGENT = "key-tenant-a-agent-1"
+TENANT_A = "tenant-a"
+TENANT_B = "tenant-b"
+USER = "u1"  # the same user id in both tenants: only the key's tenant separates them
+QUERY = "What is Alice allergic to?"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Seeded:
+    """Ids of the memories seeded into the store."""
+
+    a_allergy: str
+    b_allergy: str
+    a_diet: str
+    a_agent2: str
+    a_v1: str
+    a_v2: str
+
+
+@dataclass
+class Gateway:
+    """The running gateway and what the tests need to reach it."""
+
+    base_url: str
+    bootstrap: str
+    resources: Resources
+    seeded: Seeded
+
+    def client(self, key: str | None = None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=WAIT_S)
+
+
+def _memory(
+    tenant: str,
+    user: str,
+    content: str,
+    *,
+    scope: str = "global",
+    status: str = "active",
+    version: int = 1,
+    parent_id: str | None = None,
+    age_days: float = 2.0,
+    type_: str = "semantic",
+) -> Memory:
+    created = datetime.now(UTC) - timedelta(days=age_days)
+    event_id = f"evt-{uuid.uuid4().hex[:12]}"
+    return Memory(
+        id=stable_id("test-gateway", tenant, event_id),
+        tenant_id=tenant,
+        user_id=user,
+        agent_id="seed-agent",
+        session_id="s-seed",
+        type=type_,
+        kind="fact" if type_ == "semantic" else "turn",
+        content=content,
+        source="user",
+        scope=scope,
+        tags=("health",) if "allergic" in content else (),
+        importance=0.8,
+        confidence=0.7,
+        created_at=created,
+        stored_at=created,
+        last_accessed_at=created,
+        status=status,
+        version=version,
+        parent_id=parent_id,
+        provenance=Provenance(event_ids=(event_id,), external_refs=(f"D1:{version}",)),
+    )
+
+
+def _seed(resources: Resources, memories: list[Memory]) -> None:
+    vectors = resources.embedder().embed_passages([m.content for m in memories])
+    resources.vector_store().upsert(
+        [VectorRecord(m.id, vec, to_payload(m)) for m, vec in zip(memories, vectors, strict=True)]
+    )
+
+
+@pytest.fixture(scope="module")
+async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """Resources over the session broker and a temp data dir, seeded memories, and the gateway app
+    served by uvicorn on a free loopback port (its lifespan runs the MCP session manager)."""
+    data_dir: Path = tmp_path_factory.mktemp("gateway")
+    settings = AllSettings(
+        runtime=RuntimeSettings(mode="local", data_dir=data_dir, log_level="WARNING", log_json=False),
+        kafka=KafkaSettings(bootstrap=kafka_bootstrap, partitions=3, idempotent=False),
+        qdrant=VectorStoreSettings(url="", collection="memories"),
+        clickhouse=ClickHouseSettings(dsn=""),
+        redis=RedisSettings(url=""),
+        embedder=EmbedderSettings(backend="local", dim=384, threads=2),
+    )
+    await ensure_topics(kafka_bootstrap, {Topic.INTERACTIONS: 3, Topic.SESSIONS: 3, Topic.ACCESS: 3})
+    gateway_settings = GatewaySettings(
+        api_keys={
+            KEY_A: Principal(tenant_id=TENANT_A),
+            KEY_B: Principal(tenant_id=TENANT_B),
+            KEY_A_AGENT: Principal(tenant_id=TENANT_A, agent_id="agent-1"),
+        },
+        host="127.0.0.1",
+    )
+    broker = make_broker(settings.kafka)
+    async with open_resources(settings, broker) as resources:
+        async with asyncio.timeout(WAIT_S):
+            await broker.connect()
+        try:
+            a_allergy = _memory(TENANT_A, USER, "Alice told me she is allergic to peanuts.")
+            # B's memory is (nearly) the query itself: a closer match than A's, in another tenant.
+            b_allergy = _memory(TENANT_B, USER, "What is Alice allergic to? Alice is allergic to shellfish.")
+            a_diet = _memory(TENANT_A, USER, "Alice follows a vegetarian diet and avoids peanuts.")
+            a_agent2 = _memory(
+                TENANT_A, USER, "Alice is allergic to cats (agent-2 only).", scope="agent:agent-2"
+            )
+            a_v1 = _memory(TENANT_A, "u-chain", "Bob lives in Paris.", status="superseded", age_days=40)
+            a_v2 = _memory(TENANT_A, "u-chain", "Bob moved to Berlin.", version=2, parent_id=a_v1.id)
+            _seed(resources, [a_allergy, b_allergy, a_diet, a_agent2, a_v1, a_v2])
+            seeded = Seeded(a_allergy.id, b_allergy.id, a_diet.id, a_agent2.id, a_v1.id, a_v2.id)
+
+            app = build_asgi(resources, gateway_settings)
+            port = _free_port()
+            config = uvicorn.Config(
+                app,
+                host="127.0.0.1",
+                port=port,
+                log_level="warning",
+                ws="none",
+                lifespan="on",
+                timeout_graceful_shutdown=5,
+            )
+            server = uvicorn.Server(config)
+            task = asyncio.create_task(server.serve())
+            async with asyncio.timeout(WAIT_S):
+                while not server.started:
+                    if task.done():
+                        task.result()
+                    await asyncio.sleep(0.02)
+            try:
+                yield Gateway(f"http://127.0.0.1:{port}", kafka_bootstrap, resources, seeded)
+            finally:
+                server.should_exit = True
+                await asyncio.wait_for(task, WAIT_S)
+        finally:
+            await broker.stop()
+
+
+async def _consume(
+    bootstrap: str, topic: str, matches: Callable[[dict[str, Any]], bool], count: int
+) -> list[tuple[bytes | None, dict[str, Any]]]:
+    """Read ``topic`` from the start (fresh group) until ``count`` messages match; bounded by WAIT_S."""
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"t-gateway-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    found: list[tuple[bytes | None, dict[str, Any]]] = []
+    try:
+        async with asyncio.timeout(WAIT_S):
+            await consumer.start()
+            while len(found) < count:
+                batches = await consumer.getmany(timeout_ms=500)
+                for records in batches.values():
+                    for record in records:
+                        try:  # the topic is shared with other tests, some of which publish poison
+                            value = json.loads(record.value or b"")
+                        except json.JSONDecodeError:
+                            continue
+                        if isinstance(value, dict) and matches(value):
+                            found.append((record.key, value))
+    finally:
+        await consumer.stop()
+    return found
+
+
+def _ids(body: dict[str, Any]) -> list[str]:
+    return [m["id"] for m in body["memories"]]
+
+
+async def test_recall_returns_own_tenants_memories_with_scores_and_provenance_never_the_other_tenants(
+    gateway: Gateway,
+) -> None:
+    seeded = gateway.seeded
+    embedder = gateway.resources.embedder()
+    query = embedder.embed_queries([QUERY])[0]
+    a_vec, b_vec = embedder.embed_passages(
+        [
+            "Alice told me she is allergic to peanuts.",
+            "What is Alice allergic to? Alice is allergic to shellfish.",
+        ]
+    )
+    assert float(np.dot(query, b_vec)) > float(np.dot(query, a_vec))  # B's is the closer match
+
+    async with gateway.client(KEY_A) as client_a, gateway.client(KEY_B) as client_b:
+        resp_a = await client_a.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+        resp_b = await client_b.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+    assert resp_a.status_code == 200, resp_a.text
+    assert resp_b.status_code == 200, resp_b.text
+    body_a, body_b = resp_a.json(), resp_b.json()
+
+    assert seeded.a_allergy in _ids(body_a)
+    assert seeded.b_allergy not in _ids(body_a)
+    assert _ids(body_b) == [seeded.b_allergy]
+    for memory in body_a["memories"]:
+        assert memory["user_id"] == USER
+    first = next(m for m in body_a["memories"] if m["id"] == seeded.a_allergy)
+    assert first["content"] == "Alice told me she is allergic to peanuts."
+    assert first["type"] == "semantic"
+    assert first["status"] == "active"
+    assert first["version"] == 1
+    assert first["tags"] == ["health"]
+    assert first["scores"]["similarity"] >= 0.65
+    assert first["scores"]["time_weight"] == 1.0
+    assert first["scores"]["final"] == pytest.approx(0.7 * first["scores"]["similarity"] + 0.3)
+    assert first["provenance"]["event_ids"][0].startswith("evt-")
+    assert first["provenance"]["external_refs"] == ["D1:1"]
+    assert [m["rank"] for m in body_a["memories"]] == list(range(1, len(body_a["memories"]) + 1))
+
+
+async def test_tenant_in_the_request_body_is_refused_and_agent_keys_see_only_their_scopes(
+    gateway: Gateway,
+) -> None:
+    async with gateway.client(KEY_A) as client, gateway.client(KEY_A_AGENT) as agent_client:
+        smuggled = await client.post(
+            "/v1/recall", json={"query": QUERY, "user_id": USER, "tenant_id": TENANT_B}
+        )
+        tenant_wide = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+        per_agent = await agent_client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+        other_scope = await agent_client.post(
+            "/v1/recall", json={"query": QUERY, "user_id": USER, "scopes": ["agent:agent-2"]}
+        )
+    assert smuggled.status_code == 422
+    assert smuggled.json()["error"]["field"] == "tenant_id"
+    assert gateway.seeded.a_agent2 in _ids(tenant_wide.json())
+    assert per_agent.status_code == 200
+    assert gateway.seeded.a_agent2 not in _ids(per_agent.json())
+    assert gateway.seeded.a_allergy in _ids(per_agent.json())
+    assert other_scope.status_code == 403
+    assert other_scope.json()["error"]["field"] == "scopes"
+
+
+async def test_missing_or_unknown_key_is_401_naming_the_header_and_the_fix(gateway: Gateway) -> None:
+    async with gateway.client() as anonymous, gateway.client("not-a-key") as stranger:
+        responses = [
+            await anonymous.post("/v1/recall", json={"query": QUERY, "user_id": USER}),
+            await stranger.post("/v1/recall", json={"query": QUERY, "user_id": USER}),
+            await anonymous.get("/v1/memories", params={"user_id": USER}),
+            await anonymous.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ]
+    for resp in responses:
+        assert resp.status_code == 401, resp.text
+        error = resp.json()["error"]
+        assert error["code"] == "unauthenticated"
+        assert error["field"] == "Authorization"
+        assert "Bearer" in error["fix"]
+        assert resp.headers["www-authenticate"].startswith("Bearer")
+    async with httpx.AsyncClient(base_url=gateway.base_url, headers={"X-API-Key": KEY_A}) as by_header:
+        assert (await by_header.get("/v1/memories", params={"user_id": USER})).status_code == 200
+
+
+async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gateway: Gateway) -> None:
+    async with gateway.client(KEY_A) as client:
+        too_many = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 99})
+        zero = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 0})
+        not_int = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": "many"})
+        empty = await client.post("/v1/recall", json={"query": "  ", "user_id": USER})
+    for resp in (too_many, zero):
+        assert resp.status_code == 400, resp.text
+        error = resp.json()["error"]
+        assert error["code"] == "invalid_request"
+        assert error["field"] == "top_k"
+        assert "1..15" in error["fix"]
+    assert not_int.status_code == 422
+    assert not_int.json()["error"]["field"] == "top_k"
+    assert not_int.json()["error"]["code"] == "validation_error"
+    assert empty.status_code == 400
+    assert empty.json()["error"]["field"] == "query"
+    assert empty.json()["error"]["fix"]
+
+
+async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(gateway: Gateway) -> None:
+    keep = _memory(TENANT_A, "u-forget", "Carol's favourite colour is green.")
+    soft = _memory(TENANT_A, "u-forget", "Carol's favourite colour is blue.", age_days=1)
+    hard = _memory(TENANT_A, "u-forget", "Carol's favourite colour is red.", age_days=3)
+    _seed(gateway.resources, [keep, soft, hard])
+    recall = {"query": "What is Carol's favourite colour?", "user_id": "u-forget", "top_k": 15}
+    async with gateway.client(KEY_A) as client:
+        before = await client.post("/v1/recall", json=recall)
+        assert {keep.id, soft.id, hard.id} <= set(_ids(before.json()))
+
+        forgot = await client.delete(f"/v1/memories/{soft.id}")
+        deleted = await client.delete(f"/v1/memories/{hard.id}", params={"hard": "true"})
+        after = await client.post("/v1/recall", json=recall)
+        history = await client.get("/v1/memories", params={"user_id": "u-forget"})
+        active_only = await client.get(
+            "/v1/memories", params={"user_id": "u-forget", "include_inactive": "false"}
+        )
+        gone = await client.get(f"/v1/memories/{hard.id}")
+    assert forgot.json() == {"id": soft.id, "status": "expired"}
+    assert deleted.json() == {"id": hard.id, "status": "deleted"}
+    assert soft.id not in _ids(after.json())
+    assert hard.id not in _ids(after.json())
+    assert keep.id in _ids(after.json())
+
+    assert history.status_code == 200
+    listed = history.json()["memories"]
+    assert [m["id"] for m in listed] == [keep.id, soft.id]  # chronological: keep is 2 days old, soft 1
+    assert [m["status"] for m in listed] == ["active", "expired"]
+    assert listed[1]["valid_to"] is not None
+    assert _ids(active_only.json()) == [keep.id]
+    assert gone.status_code == 404
+    payload = gateway.resources.vector_store().retrieve([soft.id])[0].payload
+    assert payload["status"] == "expired"
+    assert payload["expired_ts"] > 0
+
+
+async def test_other_tenants_memory_is_404_and_own_memory_has_its_version_chain(gateway: Gateway) -> None:
+    seeded = gateway.seeded
+    async with gateway.client(KEY_B) as client_b, gateway.client(KEY_A) as client_a:
+        foreign_get = await client_b.get(f"/v1/memories/{seeded.a_allergy}")
+        foreign_delete = await client_b.delete(f"/v1/memories/{seeded.a_allergy}")
+        unknown = await client_b.get(f"/v1/memories/{uuid.uuid4()}")
+        garbage = await client_b.get("/v1/memories/not-a-uuid")
+        own = await client_a.get(f"/v1/memories/{seeded.a_v2}")
+    for resp in (foreign_get, foreign_delete, unknown, garbage):
+        assert resp.status_code == 404, resp.text
+        assert resp.json()["error"]["code"] == "not_found"
+        assert resp.json()["error"]["field"] == "memory_id"
+    assert foreign_get.json()["error"]["message"] == unknown.json()["error"]["message"].replace(
+        unknown.url.path.rsplit("/", 1)[1], seeded.a_allergy
+    )
+    still = gateway.resources.vector_store().retrieve([seeded.a_allergy])[0].payload
+    assert still["status"] == "active"
+
+    assert own.status_code == 200
+    detail = own.json()
+    assert detail["memory"]["id"] == seeded.a_v2
+    assert detail["memory"]["tenant_id"] == TENANT_A
+    assert [(m["id"], m["version"], m["status"]) for m in detail["chain"]] == [
+        (seeded.a_v2, 2, "active"),
+        (seeded.a_v1, 1, "superseded"),
+    ]
+
+
+async def test_recall_publishes_one_access_event_per_returned_memory(gateway: Gateway) -> None:
+    async with gateway.client(KEY_A) as client:
+        resp = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+    body = resp.json()
+    assert len(body["memories"]) >= 2
+    query_id = body["query_id"]
+    events = await _consume(
+        gateway.bootstrap, Topic.ACCESS, lambda v: v.get("query_id") == query_id, len(body["memories"])
+    )
+    by_memory = {value["memory_id"]: (key, value) for key, value in events}
+    assert len(events) == len(by_memory) == len(body["memories"])
+    for memory in body["memories"]:
+        key, event = by_memory[memory["id"]]
+        assert key == f"{TENANT_A}:{USER}".encode()
+        assert event["access_id"] == access_id(query_id, memory["id"])
+        assert event["rank"] == memory["rank"]
+        assert event["tenant_id"] == TENANT_A
+        assert event["user_id"] == USER
+        assert event["query_text"] == QUERY
+        assert event["similarity"] == pytest.approx(memory["scores"]["similarity"])
+        assert event["final_score"] == pytest.approx(memory["scores"]["final"])
+
+
+async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gateway) -> None:
+    store = gateway.resources.vector_store()
+    count_before = store.count()
+    async with gateway.client(KEY_A_AGENT) as client:
+        resp = await client.post(
+            "/v1/memories",
+            json={
+                "user_id": USER,
+                "session_id": "s-retain",
+                "content": "I moved to Lisbon last month.",
+                "occurred_at": "2026-03-02T09:30:00+08:00",
+                "tags": ["travel"],
+                "external_ref": "D9:1",
+                "agent_id": "agent-ignored",
+            },
+        )
+        foreign_scope = await client.post(
+            "/v1/memories",
+            json={"user_id": USER, "session_id": "s-retain", "content": "x", "scope": "agent:agent-2"},
+        )
+        naive = await client.post(
+            "/v1/memories",
+            json={"user_id": USER, "session_id": "s", "content": "x", "occurred_at": "2026-03-02T09:30:00"},
+        )
+    assert resp.status_code == 202, resp.text
+    event_id = resp.json()["event_id"]
+    assert resp.json()["status"] == "accepted"
+    assert foreign_scope.status_code == 403
+    assert foreign_scope.json()["error"]["field"] == "scope"
+    assert naive.status_code == 422
+    assert naive.json()["error"]["field"] == "occurred_at"
+
+    [(key, event)] = await _consume(
+        gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == event_id, 1
+    )
+    assert key == f"{TENANT_A}:{USER}".encode()
+    assert event["tenant_id"] == TENANT_A
+    assert event["agent_id"] == "agent-1"  # from the key, not the body
+    assert event["content"] == "I moved to Lisbon last month."
+    assert event["occurred_at"] == "2026-03-02T09:30:00+08:00"  # the user's offset is kept
+    assert event["tags"] == ["travel"]
+    assert event["external_ref"] == "D9:1"
+    assert event["source"] == "user"
+    assert store.count() == count_before
+
+
+async def test_closing_a_session_publishes_a_session_closed_event(gateway: Gateway) -> None:
+    async with gateway.client(KEY_A) as client:
+        resp = await client.post(
+            "/v1/sessions/s-close/close",
+            json={"user_id": USER, "outcome": "success", "feedback_score": 0.5, "event_count": 3},
+        )
+        bad = await client.post("/v1/sessions/s-close/close", json={"user_id": USER, "feedback_score": 3})
+    assert resp.status_code == 202, resp.text
+    event_id = resp.json()["event_id"]
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "feedback_score"
+    [(key, event)] = await _consume(
+        gateway.bootstrap, Topic.SESSIONS, lambda v: v.get("event_id") == event_id, 1
+    )
+    assert key == f"{TENANT_A}:{USER}".encode()
+    assert event["session_id"] == "s-close"
+    assert event["outcome"] == "success"
+    assert event["event_count"] == 3
+    assert event["agent_id"] == "gateway"
+
+
+@asynccontextmanager
+async def _mcp(gateway: Gateway, key: str) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP to ``/mcp``, sending ``key`` on every request."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=WAIT_S) as http_client:
+        transport = streamable_http_client(f"{gateway.base_url}/mcp", http_client=http_client)
+        async with Client(transport) as client:
+            yield client
+
+
+def _structured(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    return content
+
+
+def _error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gateway: Gateway) -> None:
+    seeded = gateway.seeded
+    async with (
+        asyncio.timeout(WAIT_S * 2),
+        _mcp(gateway, KEY_A) as client_a,
+        _mcp(gateway, KEY_B) as client_b,
+    ):
+        tools = await client_a.list_tools()
+        names = {tool.name for tool in tools.tools}
+        assert names == {"retain", "recall", "reflect", "forget", "history"}
+        recall_tool = next(tool for tool in tools.tools if tool.name == "recall")
+        assert recall_tool.input_schema["properties"]["top_k"]["description"]
+        assert "ctx" not in recall_tool.input_schema["properties"]
+
+        recalled_a = _structured(
+            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": 15})
+        )
+        recalled_b = _structured(await client_b.call_tool("recall", {"query": QUERY, "user_id": USER}))
+        assert seeded.a_allergy in _ids(recalled_a)
+        assert seeded.b_allergy not in _ids(recalled_a)
+        assert _ids(recalled_b) == [seeded.b_allergy]
+        top = recalled_a["memories"][0]
+        assert set(top["scores"]) == {"similarity", "time_weight", "final"}
+        assert top["provenance"]["event_ids"]
+
+        too_many = _error_text(
+            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": 99})
+        )
+        assert "top_k" in too_many
+        assert "fix:" in too_many
+        not_int = _error_text(
+            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": "x"})
+        )
+        assert "top_k" in not_int
+        foreign = _error_text(await client_b.call_tool("forget", {"memory_id": seeded.a_diet}))
+        assert "not_found" in foreign
+        assert "memory_id" in foreign
+
+        accepted = _structured(
+            await client_a.call_tool(
+                "retain", {"user_id": USER, "session_id": "s-mcp", "content": "I like jazz."}
+            )
+        )
+        history = _structured(await client_a.call_tool("history", {"user_id": "u-chain"}))
+        assert [m["id"] for m in history["memories"]] == [seeded.a_v1, seeded.a_v2]
+        closed = _structured(await client_a.call_tool("reflect", {"user_id": USER, "session_id": "s-mcp"}))
+        assert closed["status"] == "accepted"
+
+    [(_, event)] = await _consume(
+        gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == accepted["event_id"], 1
+    )
+    assert event["tenant_id"] == TENANT_A
+    assert event["content"] == "I like jazz."
+
+
+async def test_healthz_metrics_and_openapi(gateway: Gateway) -> None:
+    async with gateway.client() as client:
+        health = await client.get("/healthz")
+        metrics = await client.get("/metrics")
+        openapi = await client.get("/openapi.json")
+    assert health.status_code == 200, health.text
+    assert health.json() == {"status": "ok", "checks": {"kafka": "ok", "vector_store": "ok"}}
+    assert metrics.status_code == 200
+    assert "hindsight_gateway_calls_total" in metrics.text
+    spec = openapi.json()
+    assert {
+        "/v1/memories",
+        "/v1/memories/{memory_id}",
+        "/v1/recall",
+        "/v1/sessions/{session_id}/close",
+    } <= set(spec["paths"])
+    for name in ("RecallRequest", "RetainRequest", "RecallResponse", "RecalledMemory", "ErrorBody"):
+        for field, schema in spec["components"]["schemas"][name]["properties"].items():
+            assert schema.get("description"), f"{name}.{field} has no description"
+
+
+async def test_mcp_over_stdio_acts_as_the_principal_of_the_env_key(gateway: Gateway, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "HINDSIGHT_API_KEY": "stdio-key",
+        "HINDSIGHT_GATEWAY_API_KEYS": "stdio-key=tenant-stdio:agent-9",
+        "HINDSIGHT_KAFKA_BOOTSTRAP": gateway.bootstrap,
+        "HINDSIGHT_DATA_DIR": str(tmp_path),  # its own store: the module's store is locked by this process
+        "HINDSIGHT_MODE": "local",
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "import asyncio; from services.gateway.app import run_stdio; asyncio.run(run_stdio())"],
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
+    async with asyncio.timeout(WAIT_S * 2), Client(params) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        accepted = _structured(
+            await client.call_tool(
+                "retain", {"user_id": USER, "session_id": "s-stdio", "content": "stdio works"}
+            )
+        )
+    assert names == {"retain", "recall", "reflect", "forget", "history"}
+    [(key, event)] = await _consume(
+        gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == accepted["event_id"], 1
+    )
+    assert key == f"tenant-stdio:{USER}".encode()
+    assert event["tenant_id"] == "tenant-stdio"
+    assert event["agent_id"] == "agent-9"

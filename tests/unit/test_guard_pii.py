@@ -1,0 +1,466 @@
+"""Unit tests for PII and secret detection/redaction (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight.pii import (
+    DEFAULT_ACTIONS,
+    Finding,
+    cn_id_check_char,
+    detect,
+    is_valid_cn_id,
+    luhn_valid,
+    mask,
+    redact,
+)
+
+pytestmark = pytest.mark.unit
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent oracles (not the module's code): GB 11643-1999 and ISO/IEC 7812-1 as written there.
+
+
+def gb11643_check_char(first17: str) -> str:
+    """GB 11643-1999 8.2: a1 = (12 - sum(ai * Wi) mod 11) mod 11, Wi = 2**(i-1) mod 11, i = 18..2."""
+    total = sum(int(c) * (2 ** (17 - pos) % 11) for pos, c in enumerate(first17))
+    a1 = (12 - total % 11) % 11
+    return "X" if a1 == 10 else str(a1)
+
+
+def luhn_complete(payload: str) -> str:
+    """Append the Luhn check digit to ``payload`` (ISO/IEC 7812-1 annex B)."""
+    for d in "0123456789":
+        digits = [int(c) for c in payload + d][::-1]
+        total = sum(x if i % 2 == 0 else (x * 2 - 9 if x * 2 > 9 else x * 2) for i, x in enumerate(digits))
+        if total % 10 == 0:
+            return payload + d
+    raise AssertionError("unreachable: one check digit always fits")
+
+
+def flip_last(value: str) -> str:
+    """Same value with a different (so wrong) check character."""
+    return value[:-1] + ("1" if value[-1] != "1" else "2")
+
+
+def types_in(text: str) -> list[str]:
+    return [f.type for f in detect(text)]
+
+
+VALID_ID = "11010519491231002X"  # the commonly cited GB 11643-1999 example
+VALID_ID_2 = "440308199901011" + "23"
+VALID_ID_2 += gb11643_check_char(VALID_ID_2)
+
+
+# ---------------------------------------------------------------------------------------------
+# CN resident ID
+
+
+def test_commonly_cited_cn_id_example_checks_out_under_the_standard_formula() -> None:
+    assert gb11643_check_char(VALID_ID[:17]) == "X"
+    assert cn_id_check_char(VALID_ID[:17]) == "X"
+    assert is_valid_cn_id(VALID_ID)
+
+
+@pytest.mark.parametrize("first17", ["44030819990101123", "32010619851130001", "51010219700228009"])
+def test_module_check_char_agrees_with_the_standard(first17: str) -> None:
+    assert cn_id_check_char(first17) == gb11643_check_char(first17)
+
+
+@pytest.mark.parametrize("value", [VALID_ID, VALID_ID.lower(), VALID_ID_2])
+def test_valid_cn_id_is_redacted_next_to_chinese(value: str) -> None:
+    result = redact(f"我的身份证号是{value}，谢谢")
+    assert result.text == "我的身份证号是[REDACTED:cn_id]，谢谢"
+    assert [f.type for f in result.findings] == ["cn_id"]
+    assert not result.blocked
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        flip_last(VALID_ID),  # wrong check character
+        "110105194912310021",  # wrong check character (digit instead of X)
+        "99010519491231002" + gb11643_check_char("99010519491231002"),  # no such province
+        "11010519490231002" + gb11643_check_char("11010519490231002"),  # 31 February
+        "11010518491231002" + gb11643_check_char("11010518491231002"),  # born 1849
+    ],
+)
+def test_invalid_cn_id_is_not_an_id(value: str) -> None:
+    assert not is_valid_cn_id(value)
+    assert "cn_id" not in types_in(f"身份证 {value}")
+
+
+def test_cn_id_inside_a_longer_digit_run_is_not_an_id() -> None:
+    assert "cn_id" not in types_in(f"1{VALID_ID}")
+    assert "cn_id" not in types_in(f"{VALID_ID[:-1]}0X")
+
+
+def test_cn_id_in_full_width_digits_is_found_and_offsets_point_into_the_original() -> None:
+    full_width = "".join(chr(ord(c) + 0xFEE0) for c in VALID_ID)
+    text = f"证件：{full_width}。"
+    (finding,) = detect(text)
+    assert finding.type == "cn_id"
+    assert text[finding.start : finding.end] == full_width == finding.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Bank cards
+
+
+def test_luhn_known_values() -> None:
+    assert luhn_valid("4111111111111111")
+    assert not luhn_valid("4111111111111112")
+    assert luhn_valid("378282246310005")  # Amex test number
+    assert not luhn_valid("")
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "4111 1111 1111 1111",
+        "4111-1111-1111-1111",
+        "4111111111111111",
+        "3782 822463 10005",  # Amex 4-6-5
+        luhn_complete("622202123456789012"),  # 19-digit UnionPay-style
+        " ".join(luhn_complete("622848001234567")[i : i + 4] for i in range(0, 16, 4)),
+    ],
+)
+def test_luhn_valid_card_is_redacted(card: str) -> None:
+    result = redact(f"card {card} thanks")
+    assert result.text == "card [REDACTED:bank_card] thanks"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1112",  # Luhn fails
+        "4111111111111112",
+        "order 1111111111111111",  # starts with 1: not a payment-card industry digit
+        "numbers 2019 2020 2021 2022 2023",  # five groups: not a card layout
+        "ref 411111111111",  # 12 digits: too short
+    ],
+)
+def test_not_a_card(text: str) -> None:
+    assert "bank_card" not in types_in(text)
+
+
+def test_card_followed_by_a_year_still_found_without_the_year() -> None:
+    result = redact("paid with 4111 1111 1111 1111 2023 ok")
+    assert result.text == "paid with [REDACTED:bank_card] 2023 ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# Phones
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我的手机号是13812345678，请联系", "我的手机号是[REDACTED:phone]，请联系"),
+        ("+86 138 1234 5678", "[REDACTED:phone]"),
+        ("call +8613812345678 now", "call [REDACTED:phone] now"),
+        ("电话0086-138-1234-5678", "电话[REDACTED:phone]"),
+        ("138-1234-5678", "[REDACTED:phone]"),
+        ("Call me at +1 (555) 234-5678.", "Call me at [REDACTED:phone]."),
+        ("UK office +44 20 7946 0958", "UK office [REDACTED:phone]"),
+        ("ring 555-234-5678 today", "ring [REDACTED:phone] today"),
+        ("座机010-88886666", "座机[REDACTED:phone]"),
+        ("手机１３８１２３４５６７８", "手机[REDACTED:phone]"),
+    ],
+)
+def test_phone_is_redacted(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call me at 2023",
+        "D1:3",
+        "as said in D12:34 and D3:5",
+        "1:56 pm on 8 May, 2023",
+        "10:30:45 on 2023-05-08",
+        "It cost $1,234,567.89 in 2019",
+        "¥12,800 or 12800 yuan",
+        "order 138123456789",  # 12 digits
+        "room 12345678",
+        "score +30 points, +5 more",
+        "version 1.2.3",
+        "ISBN 978-3-16-148410-0",
+    ],
+)
+def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
+    assert types_in(text) == []
+
+
+def test_phone_that_is_the_local_part_of_an_email_is_one_email() -> None:
+    result = redact("mail 13812345678@163.com please")
+    assert result.text == "mail [REDACTED:email] please"
+    assert [f.type for f in result.findings] == ["email"]
+
+
+# ---------------------------------------------------------------------------------------------
+# E-mail
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("请发邮件到zhang.san@example.com谢谢", "请发邮件到[REDACTED:email]谢谢"),
+        ("邮箱：li_si+tag@mail.example.com.cn。", "邮箱：[REDACTED:email]。"),
+        ("write to Bob.Smith@Example.ORG.", "write to [REDACTED:email]."),
+        ("(a@b.io)", "([REDACTED:email])"),
+    ],
+)
+def test_email_is_redacted(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+@pytest.mark.parametrize("text", ["root@localhost", "ping @alice", "a@b", "user@123.456", "x@-bad.com"])
+def test_not_an_email(text: str) -> None:
+    assert "email" not in types_in(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Passports
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "护照号码：E12345678",
+        "My passport number is G12345678.",
+        "passport no. EA1234567",
+        "US passport 123456789",
+        "E12345678 is my passport",
+    ],
+)
+def test_passport_near_keyword_is_redacted(text: str) -> None:
+    assert types_in(text) == ["passport"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ticket E12345678",  # no keyword
+        "I renewed my passport in 2019",  # no number
+        "My passport photo was awful. " + "x" * 60 + " order E12345678",  # too far away
+    ],
+)
+def test_no_passport_without_keyword_nearby(text: str) -> None:
+    assert "passport" not in types_in(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# IP addresses
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("server 192.168.1.20 is down", "server [REDACTED:ip] is down"),
+        ("连接到10.0.0.8失败", "连接到[REDACTED:ip]失败"),
+        ("at 8.8.8.8.", "at [REDACTED:ip]."),
+        ("host 192.168.1.20:8080", "host [REDACTED:ip]:8080"),
+        ("v6 2001:db8::1 up", "v6 [REDACTED:ip] up"),
+        ("mapped ::ffff:192.168.1.20 here", "mapped [REDACTED:ip] here"),
+        ("link fe80::1ff:fe23:4567:890a ok", "link [REDACTED:ip] ok"),
+    ],
+)
+def test_ip_is_redacted(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1.2.3",
+        "999.1.1.1",
+        "1.2.3.4.5",
+        "v1.2.3.4",
+        "localhost 127.0.0.1 and ::1 and 0.0.0.0",  # identify nobody
+        "12:30:45",
+        "MAC 00:1A:2B:3C:4D:5E",
+        "std::vector and A::B",
+    ],
+)
+def test_not_an_identifying_ip(text: str) -> None:
+    assert "ip" not in types_in(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("my key is sk-proj-abc123DEF456ghi789JKL012mno", "api_key"),
+        ("key=sk-ant-api03-AbCdEf0123456789xyz", "api_key"),
+        ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "api_key"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "api_key"),
+        ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "api_key"),
+        ('api_key: "a1b2c3d4e5f6g7h8i9j0"', "api_key"),
+        ("token ghp_" + "a1B2" * 9, "token"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "token"),
+        ("slack xoxb-123456789012-abcdefABCDEF", "token"),
+        (
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+            ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "token",
+        ),
+        ("Authorization: Bearer abc123def456ghi789jkl", "token"),
+        ("access_token=ya29a0AfH6SMBx1234567890", "token"),
+        ("password: hunter2", "password"),
+        ("Password: letmein", "password"),
+        ("密码：abc123，请记住", "password"),
+        ("我的密码是Passw0rd!", "password"),
+        ("the password is 'swordfish'", "password"),
+        ("pwd=qwerty", "password"),
+        ("dsn postgres://bob:s3cr3t@db.example.com/app", "password"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd==\n-----END RSA PRIVATE KEY-----",
+            "private_key",
+        ),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA (truncated", "private_key"),
+    ],
+)
+def test_secret_blocks_the_message_and_is_redacted(text: str, kind: str) -> None:
+    result = redact(text)
+    assert result.blocked
+    assert result.block_reasons == (f"secret:{kind}",)
+    assert kind in [f.type for f in result.findings]
+    secret = next(f.text for f in result.findings if f.type == kind)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the bearer of bad news",
+        "Bearer responsibilities matter",  # no digit: prose
+        "I reset my password: click the link",
+        "strong password: use 12 characters or more",
+        "my password is strong",
+        "密码是什么",
+        "密码是我的生日",  # prose, no digits
+        "tokens: 5",
+        "ask-questions-about-everything-in-the-world",
+        "sk-learn is a library",
+        "the secret to happiness: gratitude and friends",
+        "password: [REDACTED:password]",  # already redacted upstream
+        "Enter your password: ********",
+    ],
+)
+def test_not_a_secret(text: str) -> None:
+    result = redact(text)
+    assert not result.blocked, result.findings
+    assert result.text == text
+
+
+def test_pem_block_redacted_as_one_span_and_surrounding_text_kept() -> None:
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    result = redact(f"here:\n{pem}\nbye")
+    assert result.text == "here:\n[REDACTED:private_key]\nbye"
+
+
+# ---------------------------------------------------------------------------------------------
+# Redaction mechanics
+
+
+def test_several_findings_in_one_string_keep_the_rest_exact() -> None:
+    text = (
+        "Hi! 邮箱a.b@example.com，手机+86 138 1234 5678；"
+        f"身份证{VALID_ID}, card 4111-1111-1111-1111 & ip 192.168.1.20 — end."
+    )
+    result = redact(text)
+    assert result.text == (
+        "Hi! 邮箱[REDACTED:email]，手机[REDACTED:phone]；"
+        "身份证[REDACTED:cn_id], card [REDACTED:bank_card] & ip [REDACTED:ip] — end."
+    )
+    assert [f.type for f in result.findings] == ["email", "phone", "cn_id", "bank_card", "ip"]
+    assert all(text[f.start : f.end] == f.text for f in result.findings)
+    assert not result.blocked
+
+
+def test_mask_keeps_last_four_characters() -> None:
+    masked = redact("card 4111 1111 1111 1111 ok", {"bank_card": "mask"})
+    assert masked.text == "card ****1111 ok"
+    assert redact("tel 13812345678", {"phone": "mask"}).text == "tel ****5678"
+    assert mask("abc") == "****"
+
+
+def test_keep_action_reports_but_does_not_change_text() -> None:
+    result = redact("server 192.168.1.20", {"ip": "keep"})
+    assert result.text == "server 192.168.1.20"
+    assert [f.type for f in result.findings] == ["ip"]
+
+
+def test_pii_type_set_to_block_blocks_with_block_reason() -> None:
+    result = redact(f"id {VALID_ID}", {"cn_id": "block"})
+    assert result.blocked
+    assert result.block_reasons == ("block:cn_id",)
+    assert result.text == "id [REDACTED:cn_id]"
+
+
+def test_secret_wins_over_an_overlapping_email() -> None:
+    result = redact("postgres://bob:hunter22@db.example.com/app")
+    assert result.blocked
+    assert "hunter22" not in result.text
+
+
+def test_redaction_is_idempotent() -> None:
+    text = f"a.b@example.com 13812345678 {VALID_ID} 4111111111111111 10.1.2.3 password: hunter2"
+    once = redact(text)
+    twice = redact(once.text)
+    assert twice.text == once.text
+    assert twice.findings == ()
+
+
+def test_defaults_redact_personal_data_and_block_secrets() -> None:
+    assert {t for t, a in DEFAULT_ACTIONS.items() if a == "redact"} == {
+        "email",
+        "phone",
+        "cn_id",
+        "bank_card",
+        "passport",
+        "ip",
+    }
+    assert {t for t, a in DEFAULT_ACTIONS.items() if a == "block"} == {
+        "api_key",
+        "token",
+        "private_key",
+        "password",
+    }
+
+
+@pytest.mark.parametrize("actions", [{"e-mail": "redact"}, {"email": "shred"}])
+def test_unknown_type_or_action_is_rejected(actions: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="unknown"):
+        redact("x", actions)  # type: ignore[arg-type]
+
+
+def test_finding_repr_never_shows_the_value() -> None:
+    (finding,) = detect("13812345678")
+    assert "13812345678" not in repr(finding)
+    assert finding == Finding("phone", 0, 11, "13812345678")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "１２３４５６７８９０１２３４５６７８",
+        "٣٨١٢٣٤٥٦٧٨",  # Arabic-Indic digits
+        "😀" * 50 + "@" * 50 + ":" * 50,
+        "\x00\ufeff\u200b13812345678\u3000",
+        "a" * 5000 + "@" + "b" * 5000,
+        "1" * 10_000,
+        ":" * 3000 + "1" * 3000,
+    ],
+)
+def test_odd_input_does_not_crash(text: str) -> None:
+    result = redact(text)
+    assert isinstance(result.text, str)
