@@ -16,6 +16,7 @@ from tests.fixtures.stack import KEY_LOCOMO
 pytestmark = pytest.mark.e2e
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo_dev.json"
+"""The dev data lies in ../shared/ beside the checkout (as in CI); a missing file fails the test."""
 
 
 def most_recent_k_recall(conv: locomo.Conversation, k: int = 10) -> float:

@@ -354,7 +354,6 @@ def locomo_turns(samples: int) -> Iterator[str]:
                     yield turn["text"]
 
 
-@pytest.mark.skipif(not LOCOMO_PATH.exists(), reason=f"LoCoMo data not found at {LOCOMO_PATH}")
 def test_default_policy_rarely_fires_on_real_chat() -> None:
     policy = GuardPolicy()
     turns = list(locomo_turns(samples=2))

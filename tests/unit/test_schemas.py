@@ -57,7 +57,7 @@ def test_interaction_dump_is_exact_and_keeps_the_users_offset() -> None:
 
 def test_naive_times_unknown_sources_and_bad_scopes_are_rejected_by_field() -> None:
     with pytest.raises(ValidationError, match="occurred_at"):
-        interaction(occurred_at=datetime(2026, 11, 29, 10, 0))  # noqa: DTZ001
+        interaction(occurred_at=datetime(2026, 11, 29, 10, 0))
     with pytest.raises(ValidationError, match="source"):
         interaction(source="robot")
     with pytest.raises(ValidationError, match="scope"):
