@@ -1,17 +1,31 @@
-"""Stage runtime: batch consumption, dead-lettering, retries and commit-after-durable-write.
+"""Stage runtime: batch consumption, dead letters, retries, pauses and commit-after-durable-write.
 
 Every consumer stage (guard, ingest, reflect, evict, access log) is a :class:`Stage`: it receives a
-batch of validated events and returns the ones it must reject. This module is the top-level handler
-of DESIGN.md section 3 and the only place that maps the error tree of :mod:`hindsight.errors` to
-broker behaviour:
+batch of validated events and returns the ones it must reject. :class:`BatchRunner` is the
+top-level handler of DESIGN.md section 3 and the only place that maps the error tree of
+:mod:`hindsight.errors` to broker behaviour (``docs/delivery.md`` is the long form):
 
-- a record that is not JSON or fails schema validation, or that the stage rejects with
+- **poison**: a record that is not JSON or fails schema validation, or that the stage rejects with
   :class:`~hindsight.errors.DeadLetterError`, is published to ``memory.dlq.v1`` with the stage, the
   error and the original bytes; the rest of the batch is processed and the offset moves on;
-- :class:`~hindsight.errors.RetryableError` (store or model unavailable) retries the whole batch with
-  bounded exponential backoff (tenacity); if it still fails the batch is *nacked*: FastStream seeks
-  every partition back to the batch's first offset and nothing is committed, so the batch is redelivered;
-- success commits the consumer's offsets, after the stage's writes and publishes were confirmed.
+- **transient** (:class:`~hindsight.errors.RetryableError`: a store or model unavailable): the batch
+  is retried in place with bounded exponential backoff (tenacity) while its partitions are paused;
+  if it still fails, every partition of the batch is rewound to the batch's first offset and stays
+  paused (aiokafka ``pause()``) for an exponentially growing, capped time, then resumed and the
+  batch redelivered. Nothing is committed and nothing dropped, however long the outage; the
+  consumer keeps polling, so its other partitions flow and it stays in its group;
+- **backpressure** (:class:`~hindsight.errors.BackpressureError`): no retry in place; the batch's
+  partitions are rewound and paused for ``retry_after`` seconds, then resumed;
+- **anything else** (a bug): logged with its traceback, then treated like a transient failure with
+  the longest pause: never committed, never dropped; lag grows until the fix is deployed;
+- **success**: the offsets after the batch's last records are committed explicitly (FastStream
+  ``AckPolicy.MANUAL``), only after every write and publish of the batch was confirmed.
+
+Rebalances: a revoke waits (bounded) for the batch in flight to finish and commit, so a partition
+changes owner at a committed boundary; a batch fetched before the revoke but not started yet, and
+records of partitions no longer assigned, are skipped uncommitted (whoever owns them next reads
+them again from the committed offset). Graceful shutdown waits for the batch in flight
+too (FastStream's ``graceful_timeout``, set in :func:`hindsight.runtime.make_broker`).
 
 Delivery is at-least-once; stages make every write idempotent (deterministic ids), so the stored
 state is exactly-once.
@@ -19,26 +33,36 @@ state is exactly-once.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
 from faststream.kafka.annotations import KafkaMessage
 from faststream.middlewares import AckPolicy
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
-from hindsight.errors import DeadLetterError, RetryableError
+from hindsight.errors import BackpressureError, DeadLetterError, RetryableError
 from schemas import DeadLetter, Topic
 
 if TYPE_CHECKING:
-    from aiokafka import ConsumerRecord
+    from aiokafka import AIOKafkaConsumer, ConsumerRecord
     from faststream.kafka import KafkaBroker
 
     from hindsight.publisher import EventPublisher
@@ -51,6 +75,12 @@ PROCESSED = Counter("hindsight_events_processed_total", "Events a stage processe
 DEAD_LETTERED = Counter("hindsight_events_dead_lettered_total", "Events sent to the DLQ", ["stage"])
 RETRIES = Counter("hindsight_batch_retries_total", "Batch retries after transient errors", ["stage"])
 BATCH_SECONDS = Histogram("hindsight_batch_seconds", "Wall time per consumed batch (s)", ["stage"])
+PAUSES = Counter(
+    "hindsight_batch_pauses_total",
+    "Batches rewound and their partitions paused (reason: transient, backpressure, unexpected)",
+    ["stage", "reason"],
+)
+COMMIT_FAILURES = Counter("hindsight_commit_failures_total", "Offset commits refused or timed out", ["stage"])
 
 
 @dataclass(frozen=True)
@@ -178,21 +208,35 @@ async def run_batch(
     *,
     max_attempts: int = 5,
     max_backoff_s: float = 10.0,
+    first_backoff_s: float = 0.2,
+    on_retry: Callable[[], None] | None = None,
 ) -> None:
     """Process one consumed batch: parse, handle with retries, dead-letter rejects.
 
     Returns normally only when every write and publish of the batch is durable, so the caller may
-    commit. Raises the last ``RetryableError`` after ``max_attempts`` (the caller then nacks).
+    commit. A ``RetryableError`` is retried in place up to ``max_attempts`` times, waiting
+    ``first_backoff_s * 2**(attempt-1)`` seconds (at most ``max_backoff_s``) in between; ``on_retry``
+    runs before each wait (the runner pauses the batch's partitions there).
+
+    Raises:
+        BackpressureError: at once, without a retry in place (the caller pauses for ``retry_after``).
+        RetryableError: the last one, after ``max_attempts`` attempts (the caller rewinds and pauses).
     """
     started = time.perf_counter()
     valid, rejected = split_records(stage, records)
     if valid:
+
+        def before_sleep(state: RetryCallState) -> None:
+            _log_retry(stage.name, state.outcome.exception() if state.outcome else None)
+            if on_retry is not None:
+                on_retry()
+
         async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(RetryableError),
+            retry=retry_if_exception_type(RetryableError) & retry_if_not_exception_type(BackpressureError),
             stop=stop_after_attempt(max_attempts),
-            wait=wait_exponential(multiplier=0.2, max=max_backoff_s),
+            wait=wait_exponential(multiplier=first_backoff_s, max=max_backoff_s),
             reraise=True,
-            before_sleep=lambda rs: _log_retry(stage.name, rs.outcome.exception() if rs.outcome else None),
+            before_sleep=before_sleep,
         ):
             with attempt:
                 publisher.discard()
@@ -223,6 +267,237 @@ def _log_retry(stage: str, exc: BaseException | None) -> None:
     log.warning("transient failure, retrying batch", extra={"stage": stage, "error": repr(exc)})
 
 
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """How :class:`BatchRunner` retries, pauses, drains and commits (times in seconds).
+
+    Defaults: three attempts in place (waits of 0.2 s and 0.4 s), then pauses of 0.8, 1.6, 3.2, ...
+    capped at 30 s between redeliveries of a failing partition, for as long as the failure lasts.
+    """
+
+    attempts: int = 3
+    """Attempts of a batch within one delivery (tenacity) before its partitions are rewound."""
+    first_backoff_s: float = 0.2
+    """Wait before the second attempt; doubles per attempt and per failed delivery."""
+    max_backoff_s: float = 30.0
+    """Cap of every wait: in place, and of the pause between redeliveries."""
+    drain_timeout_s: float = 6.0
+    """How long a partition revoke waits for the batch in flight (keep below the session timeout:
+    the group waits that long at most for a member to rejoin)."""
+    commit_timeout_s: float = 30.0
+    """How long an offset commit may take before it is given up (the batch is then redelivered)."""
+
+    def pause_s(self, failures: int) -> float:
+        """Pause after the ``failures``-th failed delivery in a row (>= 1) of a partition:
+        ``first_backoff_s * 2**(attempts + failures - 2)``, at most ``max_backoff_s``."""
+        exponent = min(self.attempts + max(1, failures) - 2, 30)
+        return float(min(self.max_backoff_s, self.first_backoff_s * 2.0**exponent))
+
+
+def first_offsets(records: Sequence[ConsumerRecord[Any, Any]]) -> dict[TopicPartition, int]:
+    """The earliest offset of ``records`` per partition (where a rewind must seek)."""
+    firsts: dict[TopicPartition, int] = {}
+    for rec in records:
+        tp = TopicPartition(rec.topic, rec.partition)
+        if tp not in firsts or rec.offset < firsts[tp]:
+            firsts[tp] = rec.offset
+    return firsts
+
+
+def next_offsets(records: Sequence[ConsumerRecord[Any, Any]]) -> dict[TopicPartition, int]:
+    """The offset to commit after ``records`` per partition: its last offset + 1."""
+    nexts: dict[TopicPartition, int] = {}
+    for rec in records:
+        tp = TopicPartition(rec.topic, rec.partition)
+        nexts[tp] = max(nexts.get(tp, 0), rec.offset + 1)
+    return nexts
+
+
+class BatchRunner(ConsumerRebalanceListener):  # type: ignore[misc]
+    """The top-level handler of one stage subscriber, and its consumer's rebalance listener.
+
+    :meth:`handle` runs a batch through :func:`run_batch` and then commits, or rewinds and pauses
+    its partitions (see the module docstring). As a listener it makes a revoke wait for the batch
+    in flight and forgets the pauses of partitions it loses.
+    """
+
+    def __init__(
+        self,
+        stage: Stage[Any],
+        publisher_factory: Callable[[], EventPublisher],
+        policy: DeliveryPolicy | None = None,
+        on_batch_done: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.stage = stage
+        self.policy = policy or DeliveryPolicy()
+        self._publisher_factory = publisher_factory
+        self._on_batch_done = on_batch_done
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._failures: dict[TopicPartition, int] = {}
+        self._timers: dict[TopicPartition, asyncio.TimerHandle] = {}
+        self._rebalancing = False
+
+    @property
+    def in_flight(self) -> bool:
+        """True while a batch is being processed or committed."""
+        return not self._idle.is_set()
+
+    async def handle(self, records: Sequence[ConsumerRecord[Any, Any]], consumer: AIOKafkaConsumer) -> None:
+        """Process ``records`` (one ``getmany`` batch) and commit them, or rewind and pause.
+
+        Never raises except on cancellation: every failure maps to a DLQ record, a pause or a log line.
+        """
+        self._idle.clear()
+        try:
+            await self._handle(records, consumer)
+        finally:
+            self._idle.set()
+
+    async def _handle(self, records: Sequence[ConsumerRecord[Any, Any]], consumer: AIOKafkaConsumer) -> None:
+        if self._rebalancing:
+            # fetched before the revoke (aiokafka returns nothing during a reassignment): whoever
+            # owns these partitions next, this consumer included, reads them from the committed offset
+            log.info("skipped a batch fetched before a rebalance", extra={"stage": self.stage.name})
+            return
+        assigned = consumer.assignment()
+        live = [r for r in records if TopicPartition(r.topic, r.partition) in assigned]
+        if len(live) < len(records):
+            log.info(
+                "skipped records of revoked partitions (their new owner reads them)",
+                extra={"stage": self.stage.name, "skipped": len(records) - len(live)},
+            )
+        if not live:
+            return
+        firsts = first_offsets(live)
+        try:
+            await run_batch(
+                self.stage,
+                live,
+                self._publisher_factory(),
+                max_attempts=self.policy.attempts,
+                max_backoff_s=self.policy.max_backoff_s,
+                first_backoff_s=self.policy.first_backoff_s,
+                on_retry=lambda: self._pause(consumer, firsts),
+            )
+        except BackpressureError as exc:
+            self._defer(consumer, firsts, exc.retry_after, "backpressure", exc)
+            return
+        except RetryableError as exc:
+            failures = 1 + max(self._failures.get(tp, 0) for tp in firsts)
+            for tp in firsts:
+                self._failures[tp] = failures
+            self._defer(consumer, firsts, self.policy.pause_s(failures), "transient", exc)
+            return
+        except Exception as exc:  # the top-level handler: a bug must neither crash nor lose the batch
+            log.exception(
+                "unexpected failure; batch rewound, not committed", extra={"stage": self.stage.name}
+            )
+            self._defer(consumer, firsts, self.policy.max_backoff_s, "unexpected", exc)
+            return
+        await self._commit(consumer, next_offsets(live))
+        self._recovered(consumer, firsts)
+        if self._on_batch_done is not None:
+            await self._on_batch_done()
+
+    def _pause(self, consumer: AIOKafkaConsumer, partitions: Iterable[TopicPartition]) -> None:
+        assigned = consumer.assignment()
+        consumer.pause(*(tp for tp in partitions if tp in assigned))
+
+    def _defer(
+        self,
+        consumer: AIOKafkaConsumer,
+        firsts: dict[TopicPartition, int],
+        pause_s: float,
+        reason: str,
+        exc: BaseException,
+    ) -> None:
+        """Rewind every partition of the batch to its first offset and pause it for ``pause_s``."""
+        assigned = consumer.assignment()
+        loop = asyncio.get_running_loop()
+        for tp, offset in firsts.items():
+            if tp not in assigned:
+                continue
+            consumer.seek(tp, offset)
+            consumer.pause(tp)
+            old = self._timers.pop(tp, None)
+            if old is not None:
+                old.cancel()
+            self._timers[tp] = loop.call_later(pause_s, self._resume, consumer, tp)
+        PAUSES.labels(self.stage.name, reason).inc()
+        log.warning(
+            "batch not committed: partitions rewound and paused",
+            extra={
+                "stage": self.stage.name,
+                "reason": reason,
+                "pause_s": round(pause_s, 3),
+                "partitions": sorted(f"{tp.topic}/{tp.partition}@{o}" for tp, o in firsts.items()),
+                "error": repr(exc),
+            },
+        )
+
+    def _resume(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> None:
+        self._timers.pop(tp, None)
+        if tp in consumer.assignment() and tp in consumer.paused():
+            consumer.resume(tp)
+
+    def _recovered(self, consumer: AIOKafkaConsumer, firsts: dict[TopicPartition, int]) -> None:
+        """After a committed batch: forget its partitions' failures and resume those paused in place."""
+        assigned = consumer.assignment()
+        paused = consumer.paused()
+        for tp in firsts:
+            self._failures.pop(tp, None)
+            if tp not in self._timers and tp in paused and tp in assigned:
+                consumer.resume(tp)
+
+    async def _commit(self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
+        """Commit ``offsets`` of the partitions still assigned; a refused commit is only logged
+        (the batch's writes are idempotent: whoever owns the partition next redelivers it)."""
+        assigned = consumer.assignment()
+        mine = {tp: offset for tp, offset in offsets.items() if tp in assigned}
+        if not mine:
+            return
+        try:
+            async with asyncio.timeout(self.policy.commit_timeout_s):
+                await consumer.commit(mine)
+        except (KafkaError, TimeoutError) as exc:
+            COMMIT_FAILURES.labels(self.stage.name).inc()
+            log.warning(
+                "offset commit failed; the batch will be redelivered (idempotent writes)",
+                extra={"stage": self.stage.name, "error": repr(exc)},
+            )
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Wait (at most ``drain_timeout_s``) for the batch in flight; forget the lost partitions;
+        until the new assignment, skip any batch that was fetched before the revoke."""
+        if self.in_flight:
+            try:
+                async with asyncio.timeout(self.policy.drain_timeout_s):
+                    await self._idle.wait()
+            except TimeoutError:
+                log.warning(
+                    "revoke did not wait for the batch in flight; its partitions may be redelivered",
+                    extra={"stage": self.stage.name, "drain_timeout_s": self.policy.drain_timeout_s},
+                )
+        self._rebalancing = True
+        for tp in revoked:
+            timer = self._timers.pop(tp, None)
+            if timer is not None:
+                timer.cancel()
+            self._failures.pop(tp, None)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        """Log the new assignment (positions restart from the committed offsets)."""
+        self._rebalancing = False
+        log.info(
+            "partitions assigned",
+            extra={
+                "stage": self.stage.name,
+                "partitions": sorted(f"{tp.topic}/{tp.partition}" for tp in assigned),
+            },
+        )
+
+
 async def _keep_bytes(message: KafkaMessage) -> Any:
     """FastStream decoder that never parses: the stage validates each record itself, so one
     malformed record is dead-lettered instead of failing the whole batch in the decoder."""
@@ -239,14 +514,22 @@ def subscribe(
     max_records: int = 64,
     batch_timeout_ms: int = 100,
     session_timeout_ms: int = 10_000,
+    policy: DeliveryPolicy | None = None,
     on_batch_done: Callable[[], Awaitable[None]] | None = None,
-) -> None:
+) -> BatchRunner:
     """Register ``stage`` on ``broker`` as a batch subscriber in consumer group ``group_id``.
 
-    Offsets are committed by FastStream's ``NACK_ON_ERROR`` policy: after the handler returns
-    (every write durable), or, when it raises, every partition of the batch is rewound to the
-    batch's first offset and nothing is committed.
+    Offsets are committed by the returned :class:`BatchRunner` (``AckPolicy.MANUAL``): after a
+    batch's writes are durable, or never when it fails (rewind and pause). The runner is also the
+    consumer's rebalance listener. ``policy`` defaults to :class:`DeliveryPolicy` with a drain
+    timeout of 60 % of the session timeout.
     """
+    runner = BatchRunner(
+        stage,
+        publisher_factory,
+        policy or DeliveryPolicy(drain_timeout_s=0.6 * session_timeout_ms / 1000),
+        on_batch_done,
+    )
 
     @broker.subscriber(
         *topics,
@@ -257,7 +540,8 @@ def subscribe(
         auto_offset_reset="earliest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=max(1000, session_timeout_ms // 3),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
+        ack_policy=AckPolicy.MANUAL,
+        listener=runner,
         title=f"{stage.name}:{','.join(topics)}",
         description=(stage.__doc__ or stage.name).strip().splitlines()[0],
         decoder=_keep_bytes,
@@ -265,6 +549,6 @@ def subscribe(
     async def _consume(body: Any, message: KafkaMessage) -> None:
         raw = message.raw_message
         records = raw if isinstance(raw, tuple) else (raw,)
-        await run_batch(stage, records, publisher_factory())
-        if on_batch_done is not None:
-            await on_batch_done()
+        await runner.handle(records, cast("AIOKafkaConsumer", message.consumer))
+
+    return runner

@@ -6,9 +6,10 @@ of these classes and the handler maps it to broker behaviour:
 - ``DeadLetterError``: the message can never be processed (malformed, schema-invalid, rejected by
   policy). Publish it to the dead-letter topic with the stage and reason, commit, keep going.
 - ``RetryableError``: a store or model is unavailable or timed out. Do not commit; retry the batch
-  with bounded exponential backoff; never drop the message.
-- ``BackpressureError``: a downstream is saturated. Pause the partition for ``retry_after`` seconds,
-  then resume; never drop the message.
+  with bounded exponential backoff, then rewind and pause its partitions (capped exponential pause)
+  and redeliver; never drop the message.
+- ``BackpressureError``: a downstream is saturated. Do not retry in place: rewind and pause the
+  partitions for ``retry_after`` seconds, then resume; never drop the message.
 - ``ConfigurationError``: the process cannot start as configured (missing secret, bad DSN). Fail fast.
 - ``RequestError``: a gateway caller sent something invalid. Maps to HTTP 4xx / an MCP tool error
   naming the field and the fix.
@@ -43,7 +44,11 @@ class ModelUnavailableError(RetryableError):
 
 
 class BackpressureError(RetryableError):
-    """A downstream is saturated: pause the partition for ``retry_after`` seconds, then resume."""
+    """A downstream is saturated: pause the partition for ``retry_after`` seconds, then resume.
+
+    A subclass of :class:`RetryableError` (code that only knows "transient" still never commits),
+    but the consumer runtime handles it first and does not retry it in place.
+    """
 
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)

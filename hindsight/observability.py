@@ -22,7 +22,7 @@ def configure_logging(runtime: RuntimeSettings) -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if runtime.log_json
-        else structlog.dev.ConsoleRenderer(colors=False)
+        else structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[

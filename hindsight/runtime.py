@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from faststream import FastStream
 from faststream.kafka import KafkaBroker
 
-from hindsight.consumer import Stage, subscribe
+from hindsight.consumer import BatchRunner, Stage, subscribe
 from hindsight.errors import ConfigurationError
 from hindsight.publisher import EventPublisher
 from hindsight.settings import AllSettings, KafkaSettings
@@ -28,14 +28,27 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from hindsight.inference.embedder import Embedder
+    from hindsight.inference.reranker import Reranker
+    from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
     from hindsight.stores.vector import VectorStore
 
 log = logging.getLogger("hindsight.runtime")
 
 
-def make_broker(kafka: KafkaSettings, bootstrap: str | None = None) -> KafkaBroker:
-    """A FastStream ``KafkaBroker`` with ``acks=all``; ``bootstrap`` overrides the setting.
+GRACEFUL_TIMEOUT_S = 15.0
+"""Seconds a stopping subscriber (SIGTERM) waits for its batch in flight to finish and commit."""
+
+
+def make_broker(
+    kafka: KafkaSettings, bootstrap: str | None = None, *, graceful_timeout_s: float = GRACEFUL_TIMEOUT_S
+) -> KafkaBroker:
+    """A FastStream ``KafkaBroker`` with ``acks=all`` (and the idempotent producer when
+    ``HINDSIGHT_KAFKA_IDEMPOTENT`` is on); ``bootstrap`` overrides the setting.
+
+    On stop (SIGTERM under ``faststream run``) every subscriber stops fetching, waits up to
+    ``graceful_timeout_s`` seconds for its batch in flight to finish and commit, then leaves its
+    group; the subscribers stop concurrently, so a process exits within about that bound.
 
     Raises:
         ConfigurationError: no bootstrap address is known.
@@ -52,9 +65,23 @@ def make_broker(kafka: KafkaSettings, bootstrap: str | None = None) -> KafkaBrok
         acks="all",
         enable_idempotence=kafka.idempotent,
         client_id="hindsight",
+        graceful_timeout=graceful_timeout_s,
         logger=quiet,
         log_level=logging.DEBUG,
     )
+
+
+def check_delivery(settings: AllSettings) -> None:
+    """Refuse a production process whose producer could duplicate or reorder on retries.
+
+    Raises:
+        ConfigurationError: ``HINDSIGHT_MODE=production`` without ``HINDSIGHT_KAFKA_IDEMPOTENT=true``.
+    """
+    if settings.runtime.mode == "production" and not settings.kafka.idempotent:
+        raise ConfigurationError(
+            "production mode needs the idempotent producer: set HINDSIGHT_KAFKA_IDEMPOTENT=true "
+            "(Apache Kafka, Redpanda and managed Kafka support it; see docs/delivery.md)"
+        )
 
 
 @contextmanager
@@ -77,6 +104,31 @@ def embedded_broker(settings: AllSettings) -> Iterator[str]:
         yield broker.bootstrap
 
 
+def open_vector_store(settings: AllSettings) -> VectorStore:
+    """Open the configured vector store: a Qdrant server by ``HINDSIGHT_QDRANT_URL``, else the embedded
+    Qdrant engine under ``<data_dir>/qdrant/<collection>`` (one process per directory). The caller
+    closes it.
+
+    Raises:
+        StoreUnavailableError: the store cannot be opened (e.g. another process holds the directory).
+        ConfigurationError: an existing store has another dimension.
+    """
+    cfg = settings.qdrant
+    dim = settings.embedder.dim
+    if cfg.url:
+        from qdrant_client import QdrantClient  # noqa: PLC0415
+
+        from hindsight.stores.vector_qdrant import QdrantVectorStore  # noqa: PLC0415
+
+        key = cfg.api_key.get_secret_value() if cfg.api_key else None
+        return QdrantVectorStore(QdrantClient(url=cfg.url, api_key=key), cfg.collection, dim)
+    from hindsight.stores.vector_edge import EdgeVectorStore  # noqa: PLC0415
+
+    path = (settings.runtime.data_dir / "qdrant").resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return EdgeVectorStore(path / cfg.collection, dim)
+
+
 class Resources:
     """Clients of one process; created by :func:`open_resources`, passed to every service."""
 
@@ -87,24 +139,35 @@ class Resources:
         self._cache: dict[str, Any] = {}
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         """Long-running jobs (e.g. the eviction schedule) the runner starts once the broker is up."""
+        self.vector_store_wrapper: Callable[[VectorStore], VectorStore] | None = None
+        """Applied once to the vector store when it is opened (fault injection, instrumentation);
+        set it before anything asks for :meth:`vector_store`."""
+        self.runners: dict[str, BatchRunner] = {}
+        """Consumer group suffix -> the runner of the stage subscribed in it."""
 
     def publisher(self) -> EventPublisher:
         """A fresh publisher for one batch or request."""
         return EventPublisher(self.broker)
 
-    def subscribe(self, stage: Stage[Any], topics: Sequence[str], group: str) -> None:
-        """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env)."""
+    def subscribe(
+        self, stage: Stage[Any], topics: Sequence[str], group: str, *, max_records: int | None = None
+    ) -> BatchRunner:
+        """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env; a stage
+        whose records are heavy may cap ``max_records``); returns its
+        :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
-        subscribe(
+        runner = subscribe(
             self.broker,
             stage,
             topics=topics,
             group_id=kafka.group(group),
             publisher_factory=self.publisher,
-            max_records=kafka.max_batch,
+            max_records=min(kafka.max_batch, max_records or kafka.max_batch),
             batch_timeout_ms=kafka.batch_timeout_ms,
             session_timeout_ms=kafka.session_timeout_ms,
         )
+        self.runners[group] = runner
+        return runner
 
     def _data_dir(self, name: str) -> Path:
         path = (self.settings.runtime.data_dir / name).resolve()
@@ -119,24 +182,32 @@ class Resources:
             self._cache["embedder"] = build_embedder(self.settings.embedder)
         return self._cache["embedder"]  # type: ignore[no-any-return]
 
+    def lexical(self) -> LexicalEncoder:
+        """The BM25 sparse encoder (shared by ingest and recall so term ids agree)."""
+        if "lexical" not in self._cache:
+            from hindsight.lexical import LexicalEncoder  # noqa: PLC0415
+
+            self._cache["lexical"] = LexicalEncoder()
+        return self._cache["lexical"]  # type: ignore[no-any-return]
+
+    def reranker(self) -> Reranker:
+        """The reranker (``HINDSIGHT_RERANKER_*``); the local stand-in shares the embedder's engine."""
+        if "reranker" not in self._cache:
+            from hindsight.inference.reranker import build_reranker  # noqa: PLC0415
+
+            local = self.settings.reranker.backend == "local"
+            self._cache["reranker"] = build_reranker(
+                self.settings.reranker, embedder=self.embedder() if local else None
+            )
+        return self._cache["reranker"]  # type: ignore[no-any-return]
+
     def vector_store(self) -> VectorStore:
         """Qdrant server by URL, or the embedded Qdrant engine under ``data_dir/qdrant``."""
         if "vectors" not in self._cache:
-            cfg = self.settings.qdrant
-            dim = self.settings.embedder.dim
-            store: VectorStore
-            if cfg.url:
-                from qdrant_client import QdrantClient  # noqa: PLC0415
-
-                from hindsight.stores.vector_qdrant import QdrantVectorStore  # noqa: PLC0415
-
-                key = cfg.api_key.get_secret_value() if cfg.api_key else None
-                store = QdrantVectorStore(QdrantClient(url=cfg.url, api_key=key), cfg.collection, dim)
-            else:
-                from hindsight.stores.vector_edge import EdgeVectorStore  # noqa: PLC0415
-
-                store = EdgeVectorStore(self._data_dir("qdrant") / cfg.collection, dim)
+            store = open_vector_store(self.settings)
             self._stack.callback(store.close)
+            if self.vector_store_wrapper is not None:
+                store = self.vector_store_wrapper(store)
             self._cache["vectors"] = store
         return self._cache["vectors"]  # type: ignore[no-any-return]
 
@@ -199,9 +270,14 @@ def service_app(register: Register, *, settings: AllSettings | None = None) -> F
     """Build a standalone FastStream app for one service (``faststream run pkg.app:create_app --factory``).
 
     Settings are read here (inside the factory, never at import); resources are opened in the app's
-    lifespan and the service's subscribers registered before the broker starts.
+    lifespan and the service's subscribers registered before the broker starts. SIGTERM drains:
+    see :func:`make_broker`.
+
+    Raises:
+        ConfigurationError: settings are unusable (see :func:`check_delivery`, :func:`make_broker`).
     """
     cfg = settings or AllSettings()
+    check_delivery(cfg)
     broker = make_broker(cfg.kafka)
 
     @asynccontextmanager

@@ -127,8 +127,11 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "preference",
         re.compile(
-            r"\b(i|we)\s+(really\s+)?(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b|\bfavou?rite\b"
-            r"|\ballergic\b|喜欢|讨厌|偏好|过敏",
+            r"\b(i|we)\s+(really\s+|always\s+|never\s+)?"
+            r"(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b"
+            r"|\bfavou?rite\b|\ballergic\b|喜欢|讨厌|偏好|过敏"
+            r"|\b(please\s+)?(never|always|don't|do not)\s+"
+            r"(book|send|call|give|use|order|schedule|email|remind)\b",
             re.I,
         ),
     ),
@@ -153,7 +156,10 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "fact",
         re.compile(
-            r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+|\bi\s+work\b|我是|我的|我有", re.I
+            r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+"
+            r"|\b(i|we)\s+(now\s+|currently\s+|still\s+|also\s+)?(work|live|study|teach|moved|switched)\b"
+            r"|我是|我的|我有|我在",
+            re.I,
         ),
     ),
     (
@@ -205,3 +211,10 @@ def features(text: str) -> TextFeatures:
     """All features of ``text`` at once; ``words`` counts Latin words plus CJK characters / 2."""
     cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
     return TextFeatures(entities(text), intent(text), tags(text), len(_WORD.findall(text)) + cjk // 2)
+
+
+def compress(content: str, max_chars: int = 280) -> str:
+    """Compressed form of a working-memory item that leaves working memory without having been kept
+    as a memory (DESIGN.md section 2): whitespace collapsed and cut at ``max_chars`` characters."""
+    text = " ".join(content.split())
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"

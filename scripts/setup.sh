@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
 #   scripts/setup.sh          Python environment (uv + locked dependencies) for the demo
-#   scripts/setup.sh --test   also the test services: redis-server (Debian) and Apache Kafka jars (Maven Central)
+#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central)
+#                             and the Triton server venv (PyPI nvidia-pytriton)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,4 +26,5 @@ if [ "${1:-}" = "--test" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   fi
   infra/kafka/fetch.sh
+  scripts/setup-triton.sh   # a separate venv with the tritonserver binary (nvidia-pytriton pins numpy<2)
 fi

@@ -1,4 +1,5 @@
-"""Async admin helpers over aiokafka: create topics, measure consumer-group lag, wait for lag 0.
+"""Async admin helpers over aiokafka: create (and, in tests, delete) topics, measure consumer-group
+lag, wait for lag 0, read committed offsets and group assignments, read a whole topic.
 
 They work against real Apache Kafka 4.x and against Tansu: only Metadata, CreateTopics,
 FindCoordinator, OffsetFetch (always naming partitions), ListOffsets and Fetch requests are used
@@ -12,10 +13,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, OffsetAndMetadata, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, OffsetAndMetadata, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
 from hindsight.errors import ConfigurationError, StoreUnavailableError
@@ -102,8 +105,9 @@ async def _wait_for_leaders(
         await asyncio.sleep(poll_s)
 
 
-class _LagReader:
-    """One admin client (committed offsets) and one group-less consumer (log start and end offsets)."""
+class LagReader:
+    """One admin client (committed offsets) and one group-less consumer (log start and end offsets);
+    made by :func:`lag_reader` for repeated measurements."""
 
     def __init__(self, admin: AIOKafkaAdminClient, offsets: AIOKafkaConsumer) -> None:
         self._admin = admin
@@ -152,6 +156,14 @@ class _LagReader:
                 return known
             await self._offsets.getmany(*partitions, timeout_ms=20)
 
+    async def committed(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartition, int]:
+        """Offsets ``group_id`` committed on the partitions of ``topics`` (``-1``: none yet)."""
+        partitions = await self.partitions(topics)
+        if not partitions:
+            return {}
+        committed = await self._committed(group_id, partitions)
+        return {tp: (committed[tp].offset if tp in committed else -1) for tp in partitions}
+
     async def lag(self, group_id: str, topics: Iterable[str]) -> dict[TopicPartition, int]:
         """Per-partition lag of ``group_id`` on ``topics`` (see :func:`consumer_lag`)."""
         partitions = await self.partitions(topics)
@@ -169,7 +181,18 @@ class _LagReader:
 
 
 @asynccontextmanager
-async def _lag_reader(bootstrap: str, timeout_s: float) -> AsyncIterator[_LagReader]:
+async def lag_reader(bootstrap: str, timeout_s: float = 30.0) -> AsyncIterator[LagReader]:
+    """A reusable :class:`LagReader` for repeated measurements: ``await reader.lag(group_id, topics)``
+    -> per-partition lag as :func:`consumer_lag` measures it, ``await reader.committed(...)`` ->
+    committed offsets (``timeout_s`` bounds each request and the start). Its calls
+    raise aiokafka's ``KafkaError`` on broker errors; callers bound the time of each.
+    """
+    async with _lag_reader(bootstrap, timeout_s) as reader:
+        yield reader
+
+
+@asynccontextmanager
+async def _lag_reader(bootstrap: str, timeout_s: float) -> AsyncIterator[LagReader]:
     async with _admin(bootstrap, timeout_s) as admin:
         offsets = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
@@ -182,7 +205,7 @@ async def _lag_reader(bootstrap: str, timeout_s: float) -> AsyncIterator[_LagRea
         try:
             async with asyncio.timeout(timeout_s):
                 await offsets.start()
-            yield _LagReader(admin, offsets)
+            yield LagReader(admin, offsets)
         finally:
             await offsets.stop()
 
@@ -255,3 +278,123 @@ async def wait_for_zero_lag(
         raise TimeoutError(
             f"consumer groups still lagging on {bootstrap} after {timeout_s} s: {lagging}"
         ) from error
+
+
+async def committed_offsets(
+    bootstrap: str, group_id: str, topics: Iterable[str], *, timeout_s: float = 30.0
+) -> dict[TopicPartition, int]:
+    """The offsets ``group_id`` committed on every partition of ``topics`` (``-1``: none yet).
+
+    :param bootstrap: ``host:port[,host:port]`` of the cluster.
+    :param group_id: the consumer group.
+    :param topics: topic names (missing topics contribute nothing).
+    :param timeout_s: seconds for the whole call.
+    :returns: partition -> next offset the group will read.
+    :raises StoreUnavailableError: the broker failed or did not answer within ``timeout_s``.
+    """
+    try:
+        async with asyncio.timeout(timeout_s), _lag_reader(bootstrap, timeout_s) as reader:
+            return await reader.committed(group_id, topics)
+    except (TimeoutError, KafkaError) as error:
+        raise StoreUnavailableError(f"committed_offsets of {group_id!r} on {bootstrap}: {error!r}") from error
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """A consumer group as the coordinator describes it: ``state`` (``Stable``,
+    ``PreparingRebalance``, ``CompletingRebalance``, ``Empty``, ``Dead``) and each member's partitions."""
+
+    state: str
+    members: dict[str, frozenset[TopicPartition]]
+
+    @property
+    def stable(self) -> bool:
+        """True when no rebalance is in progress."""
+        return self.state == "Stable"
+
+
+async def describe_group(bootstrap: str, group_id: str, *, timeout_s: float = 30.0) -> GroupState:
+    """Members of ``group_id`` and the partitions assigned to each (classic consumer protocol).
+    Retriable broker errors (no coordinator yet on a fresh cluster) are retried until ``timeout_s``.
+
+    :raises StoreUnavailableError: the broker failed, answered with an error, or did not answer
+        within ``timeout_s``.
+    """
+    try:
+        async with asyncio.timeout(timeout_s), _admin(bootstrap, timeout_s) as admin:
+            while True:  # a fresh cluster has no group coordinator until __consumer_offsets is loaded
+                try:
+                    group = (await admin.describe_consumer_groups([group_id]))[0].groups[0]
+                    if group[0] == _NO_ERROR:
+                        break
+                    raise for_code(group[0])(f"describe_group {group_id!r}")
+                except KafkaError as error:
+                    if not error.retriable:
+                        raise
+                await asyncio.sleep(0.2)
+    except (TimeoutError, KafkaError) as error:
+        raise StoreUnavailableError(f"describe_group {group_id!r} on {bootstrap}: {error!r}") from error
+    state, members = group[2], group[5]
+    assigned: dict[str, frozenset[TopicPartition]] = {}
+    for member in members:
+        member_id, blob = member[0], member[-1]
+        parts: set[TopicPartition] = set()
+        if blob:
+            for topic, numbers in ConsumerProtocolMemberAssignment.decode(blob).assignment:
+                parts.update(TopicPartition(topic, n) for n in numbers)
+        assigned[member_id] = frozenset(parts)
+    return GroupState(state=state, members=assigned)
+
+
+async def read_topic(
+    bootstrap: str, topic: str, *, timeout_s: float = 60.0
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topic`` from the log start to its end at the time of the call, ordered
+    by partition then offset (no consumer group; nothing is committed). A missing topic is empty.
+
+    :raises StoreUnavailableError: the broker failed or the read did not finish within ``timeout_s``.
+    """
+    try:
+        async with asyncio.timeout(timeout_s), _lag_reader(bootstrap, timeout_s) as reader:
+            partitions = await reader.partitions([topic])
+            if not partitions:
+                return []
+            ends = await reader._end_offsets(partitions)
+            consumer = reader._offsets
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            out: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {tp: [] for tp in partitions}
+            todo = {tp for tp in partitions if ends[tp] > 0}
+            while todo:
+                for tp in list(todo):
+                    if await consumer.position(tp) >= ends[tp]:
+                        todo.discard(tp)
+                if not todo:
+                    break
+                batch = await consumer.getmany(*todo, timeout_ms=200)
+                for tp, records in batch.items():
+                    out[tp].extend(r for r in records if r.offset < ends[tp])
+    except (TimeoutError, KafkaError) as error:
+        raise StoreUnavailableError(f"read_topic {topic!r} on {bootstrap}: {error!r}") from error
+    return [rec for tp in sorted(out) for rec in out[tp]]
+
+
+async def delete_topics(bootstrap: str, topics: Iterable[str], *, timeout_s: float = 30.0) -> None:
+    """Delete ``topics`` (missing ones are ignored) and wait until the cluster no longer lists them.
+
+    Real Kafka only (tests use it to start from empty topics); never on a shared cluster.
+
+    :raises StoreUnavailableError: the broker failed or did not finish within ``timeout_s``.
+    """
+    names = set(topics)
+    try:
+        async with asyncio.timeout(timeout_s), _admin(bootstrap, timeout_s) as admin:
+            present = names & set(await admin.list_topics())
+            if present:
+                await admin.delete_topics(sorted(present))
+            while True:
+                if not names & set(await admin.list_topics()):
+                    return
+                await asyncio.sleep(0.1)
+    except (TimeoutError, KafkaError) as error:
+        raise StoreUnavailableError(f"delete_topics on {bootstrap}: {error!r}") from error

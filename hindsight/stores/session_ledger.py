@@ -73,6 +73,18 @@ class SessionLedger:
         except RedisError as exc:
             raise StoreUnavailableError(f"session ledger write failed: {exc}") from exc
 
+    async def stored(self, tenant_id: str, user_id: str, session_id: str) -> set[str]:
+        """Memory ids the embed stage stored (or merged) for this session.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        try:
+            ids = await self._redis.smembers(self._stored_key(tenant_id, user_id, session_id))
+        except RedisError as exc:
+            raise StoreUnavailableError(f"session ledger read failed: {exc}") from exc
+        return {i.decode() if isinstance(i, bytes) else str(i) for i in ids}
+
     async def pending(self, tenant_id: str, user_id: str, session_id: str) -> tuple[int, set[str]]:
         """``(events processed, kept memory ids not yet stored or merged)`` of a session.
 

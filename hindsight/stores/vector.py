@@ -59,6 +59,7 @@ PAYLOAD_INDEXES: Final[Mapping[str, PayloadIndexKind]] = MappingProxyType(
         "session_id": PayloadIndexKind.KEYWORD,
         "tags": PayloadIndexKind.KEYWORD,  # keyword array
         "intent": PayloadIndexKind.KEYWORD,
+        "kind": PayloadIndexKind.KEYWORD,  # turn / episode / fact
         "created_ts": PayloadIndexKind.FLOAT,  # epoch seconds, UTC
         "last_accessed_ts": PayloadIndexKind.FLOAT,  # epoch seconds, UTC
     }
@@ -111,6 +112,8 @@ class MemoryFilter:
     types: Sequence[str] | None = None
     """Match any of ``"working"``, ``"episodic"``, ``"semantic"`` (payload ``type``)."""
     statuses: Sequence[str] | None = ("active",)
+    kinds: Sequence[str] | None = None
+    """Match any of ``"turn"``, ``"episode"``, ``"fact"`` (payload ``kind``)."""
     """Match any of ``"active"``, ``"superseded"``, ``"expired"``, ``"quarantined"`` (payload ``status``)."""
     session_id: str | None = None
     tags_any: Sequence[str] | None = None
@@ -129,7 +132,7 @@ class MemoryFilter:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"MemoryFilter.{name} must be None or a non-empty str")
-        for name in ("scopes", "types", "statuses", "tags_any", "tags_exclude"):
+        for name in ("scopes", "types", "statuses", "kinds", "tags_any", "tags_exclude"):
             object.__setattr__(self, name, _str_tuple(name, getattr(self, name)))
         _aware("created_from", self.created_from)
         _aware("created_to", self.created_to)
@@ -180,6 +183,7 @@ def compile_filter(flt: MemoryFilter) -> FilterSpec:
         ("scope", flt.scopes),
         ("type", flt.types),
         ("status", flt.statuses),
+        ("kind", flt.kinds),
         ("tags", flt.tags_any),
     ):
         if values is not None:
@@ -214,10 +218,46 @@ def canonical_id(point_id: str) -> str:
     return str(uuid.UUID(point_id))
 
 
+DENSE_VECTOR: Final = "dense"
+"""Name of the dense (embedding) vector of every point."""
+SPARSE_VECTOR: Final = "bm25"
+"""Name of the sparse lexical vector: BM25 term weights, IDF applied by the engine (``Modifier.Idf``)."""
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel ``indices`` (uint32 term ids) and ``values`` (weights).
+
+    Raises:
+        ValueError: lengths differ, an index repeats or is outside ``[0, 2**32)``, or a value is not finite.
+    """
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        indices = tuple(int(i) for i in self.indices)
+        values = tuple(float(v) for v in self.values)
+        if len(indices) != len(values):
+            raise ValueError(f"sparse vector has {len(indices)} indices but {len(values)} values")
+        if len(set(indices)) != len(indices):
+            raise ValueError("sparse vector indices must be unique")
+        if any(not 0 <= i < 2**32 for i in indices):
+            raise ValueError("sparse vector indices must lie in [0, 2**32)")
+        if not np.isfinite(np.asarray(values, dtype=np.float64)).all():
+            raise ValueError("sparse vector values must be finite")
+        object.__setattr__(self, "indices", indices)
+        object.__setattr__(self, "values", values)
+
+    def __bool__(self) -> bool:
+        return bool(self.indices)
+
+
 @dataclass(frozen=True, eq=False)
 class VectorRecord:
     """One stored memory point: ``id`` (UUID string, canonicalised), ``vector`` ``(d,)`` float32 or
-    ``None`` when not requested, and its JSON-like ``payload``.
+    ``None`` when not requested, its JSON-like ``payload``, and optionally a ``sparse`` lexical vector
+    (BM25 term weights; absent means the point is found by dense search only).
 
     Compared by identity (``eq=False``): numpy arrays have no single truth value.
 
@@ -228,6 +268,7 @@ class VectorRecord:
     id: str
     vector: FloatVector | None
     payload: dict[str, Any] = field(default_factory=dict)
+    sparse: SparseVector | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", canonical_id(self.id))
@@ -332,6 +373,12 @@ class VectorStore(Protocol):
 
     def search_batch(self, vectors: FloatVector, flt: MemoryFilter, limit: int) -> list[list[ScoredRecord]]:
         """``search`` for each row of ``vectors`` ``(n, d)``, one result list per row, in row order."""
+        ...
+
+    def search_sparse(self, query: SparseVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` with the highest BM25 score for ``query`` (term counts),
+        best first; ``score`` is the engine's BM25 score (IDF applied by the engine). Points without a
+        sparse vector, or sharing no term with the query, are not returned."""
         ...
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:

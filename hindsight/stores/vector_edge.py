@@ -1,7 +1,8 @@
 """``VectorStore`` on qdrant-edge 0.9.0: Qdrant's Rust engine in-process, on disk.
 
-The embedded default and the tests use it (INFRA.md, Qdrant). One shard per directory: one unnamed
-dense vector of ``dim`` float32 components under cosine distance, plus a payload index for every
+The embedded default and the tests use it (INFRA.md, Qdrant). One shard per directory: a named dense
+vector (``dense``, ``dim`` float32 components, cosine distance) and a named sparse vector (``bm25``,
+term weights with the engine's IDF modifier, so sparse search is BM25), plus a payload index for every
 field of ``PAYLOAD_INDEXES`` (``tenant_id`` as Qdrant's tenant keyword). Only one handle may hold a
 directory at a time: the engine locks its write-ahead log, and a second open raises
 ``StoreUnavailableError``. Share one ``EdgeVectorStore`` per process.
@@ -39,7 +40,9 @@ import qdrant_edge as qe
 
 from hindsight.errors import ConfigurationError, StoreUnavailableError
 from hindsight.stores.vector import (
+    DENSE_VECTOR,
     PAYLOAD_INDEXES,
+    SPARSE_VECTOR,
     TENANT_FIELD,
     AnyOf,
     Condition,
@@ -49,6 +52,7 @@ from hindsight.stores.vector import (
     MemoryFilter,
     PayloadIndexKind,
     ScoredRecord,
+    SparseVector,
     VectorRecord,
     canonical_id,
     check_dim,
@@ -126,7 +130,10 @@ class EdgeVectorStore:
         self.path = Path(path)
         self._flush_on_write = flush_on_write
         self._closed = False
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine))
+        config = qe.EdgeConfig(
+            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
         if (self.path / _CONFIG_FILE).exists():
             self._shard = self._load(config)
         else:
@@ -175,7 +182,12 @@ class EdgeVectorStore:
         for record in records:
             if record.vector is None:
                 raise ValueError(f"record {record.id} has no vector; upsert needs one")
-            points.append(qe.Point(record.id, check_vector(record.vector, self.dim).tolist(), record.payload))
+            vectors: dict[str, Any] = {DENSE_VECTOR: check_vector(record.vector, self.dim).tolist()}
+            if record.sparse:
+                vectors[SPARSE_VECTOR] = qe.SparseVector(
+                    list(record.sparse.indices), list(record.sparse.values)
+                )
+            points.append(qe.Point(record.id, vectors, record.payload))
         if not points:
             return
         with _engine_errors("upsert"):
@@ -185,7 +197,7 @@ class EdgeVectorStore:
     def _request(self, vector: FloatVector, flt: qe.Filter, limit: int) -> qe.QueryRequest:
         return qe.QueryRequest(
             limit=limit,
-            query=qe.Query.Nearest(vector.tolist()),
+            query=qe.Query.Nearest(vector.tolist(), using=DENSE_VECTOR),
             filter=flt,
             with_payload=True,
             with_vector=False,
@@ -226,6 +238,28 @@ class EdgeVectorStore:
         with _engine_errors("search batch"):
             return [self._hits(points) for points in self._shard.query_batch(batch)]
 
+    def search_sparse(self, query: SparseVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` with the highest BM25 score for ``query``, best first.
+
+        Raises:
+            ValueError: ``limit`` < 1.
+            StoreUnavailableError: the engine failed or the store is closed.
+        """
+        self._check_open()
+        if not query:
+            return []
+        request = qe.QueryRequest(
+            limit=check_limit(limit),
+            query=qe.Query.Nearest(
+                qe.SparseVector(list(query.indices), list(query.values)), using=SPARSE_VECTOR
+            ),
+            filter=edge_filter(compile_filter(flt)),
+            with_payload=True,
+            with_vector=False,
+        )
+        with _engine_errors("sparse search"):
+            return self._hits(self._shard.query(request))
+
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
         """The points with these ids, in the order asked; missing ids are skipped.
 
@@ -241,17 +275,20 @@ class EdgeVectorStore:
             return []
         with _engine_errors("retrieve"):
             found = self._shard.retrieve(list(wanted), True, with_vectors)
-        by_id = {
-            str(r.id): VectorRecord(
-                id=str(r.id),
-                vector=np.asarray(r.vector, dtype=np.float32)
-                if with_vectors and r.vector is not None
-                else None,
-                payload=r.payload or {},
-            )
-            for r in found
-        }
+        by_id = {str(r.id): self._record(r, with_vectors) for r in found}
         return [by_id[i] for i in wanted if i in by_id]
+
+    @staticmethod
+    def _record(found: qe.Record, with_vectors: bool) -> VectorRecord:
+        vectors = found.vector if with_vectors and isinstance(found.vector, dict) else {}
+        dense = vectors.get(DENSE_VECTOR)
+        sparse = vectors.get(SPARSE_VECTOR)
+        return VectorRecord(
+            id=str(found.id),
+            vector=None if dense is None else np.asarray(dense, dtype=np.float32),
+            payload=found.payload or {},
+            sparse=None if sparse is None else SparseVector(tuple(sparse.indices), tuple(sparse.values)),
+        )
 
     def set_payload(self, ids: Sequence[str], values: Mapping[str, Any]) -> None:
         """Merge ``values`` into the payload of the existing points among ``ids``; missing ids are skipped.

@@ -6,8 +6,9 @@ mode is pure-Python brute force (INFRA.md): use it to check request shapes, neve
 store (that is ``hindsight.stores.vector_edge``). In local mode qdrant-client warns once per process
 that payload indexes have no effect (``UserWarning``).
 
-The constructor creates the collection when it is missing (one unnamed dense vector of ``dim``
-components, cosine distance) and every missing payload index of ``PAYLOAD_INDEXES``
+The constructor creates the collection when it is missing (a named dense vector ``dense`` of ``dim``
+components under cosine distance and a named sparse vector ``bm25`` with the IDF modifier, so sparse
+search is BM25 computed by the server) and every missing payload index of ``PAYLOAD_INDEXES``
 (``tenant_id`` as Qdrant's tenant keyword). Writes pass ``wait=True``: they return once the server
 has applied them and written its WAL.
 
@@ -30,7 +31,9 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from hindsight.errors import BackpressureError, ConfigurationError, StoreUnavailableError
 from hindsight.stores.vector import (
+    DENSE_VECTOR,
     PAYLOAD_INDEXES,
+    SPARSE_VECTOR,
     TENANT_FIELD,
     AnyOf,
     Condition,
@@ -40,6 +43,7 @@ from hindsight.stores.vector import (
     MemoryFilter,
     PayloadIndexKind,
     ScoredRecord,
+    SparseVector,
     VectorRecord,
     canonical_id,
     check_dim,
@@ -153,21 +157,30 @@ class QdrantVectorStore:
             try:
                 self._client.create_collection(
                     self.collection,
-                    vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE),
+                    vectors_config={
+                        DENSE_VECTOR: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)
+                    },
+                    sparse_vectors_config={
+                        SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                    },
                 )
             except UnexpectedResponse as exc:  # another process created it first
                 if exc.status_code != _CONFLICT:
                     raise
         info = self._client.get_collection(self.collection)
-        params = info.config.params.vectors
+        vectors = info.config.params.vectors
+        params = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
+        sparse = info.config.params.sparse_vectors or {}
         if (
-            not isinstance(params, models.VectorParams)
+            params is None
             or params.size != self.dim
             or params.distance != models.Distance.COSINE
+            or SPARSE_VECTOR not in sparse
         ):
             raise ConfigurationError(
-                f"qdrant collection {self.collection!r} has vectors {params!r}; expected one unnamed "
-                f"vector of size {self.dim} with cosine distance"
+                f"qdrant collection {self.collection!r} has vectors {vectors!r} and sparse vectors "
+                f"{list(sparse)}; expected a {DENSE_VECTOR!r} vector of size {self.dim} with cosine "
+                f"distance and a {SPARSE_VECTOR!r} sparse vector"
             )
         for field, kind in PAYLOAD_INDEXES.items():
             if field not in info.payload_schema:
@@ -191,7 +204,11 @@ class QdrantVectorStore:
         for record in records:
             if record.vector is None:
                 raise ValueError(f"record {record.id} has no vector; upsert needs one")
-            vector = check_vector(record.vector, self.dim).tolist()
+            vector: dict[str, Any] = {DENSE_VECTOR: check_vector(record.vector, self.dim).tolist()}
+            if record.sparse:
+                vector[SPARSE_VECTOR] = models.SparseVector(
+                    indices=list(record.sparse.indices), values=list(record.sparse.values)
+                )
             points.append(models.PointStruct(id=record.id, vector=vector, payload=record.payload))
         with _client_errors("upsert"):
             for start in range(0, len(points), self._batch):
@@ -215,6 +232,7 @@ class QdrantVectorStore:
             response = self._client.query_points(
                 self.collection,
                 query=query,
+                using=DENSE_VECTOR,
                 query_filter=query_filter,
                 limit=check_limit(limit),
                 with_payload=True,
@@ -236,12 +254,37 @@ class QdrantVectorStore:
             return []
         query_filter = qdrant_filter(compile_filter(flt))
         requests = [
-            models.QueryRequest(query=row.tolist(), filter=query_filter, limit=limit, with_payload=True)
+            models.QueryRequest(
+                query=row.tolist(), using=DENSE_VECTOR, filter=query_filter, limit=limit, with_payload=True
+            )
             for row in matrix
         ]
         with _client_errors("search batch"):
             responses = self._client.query_batch_points(self.collection, requests=requests)
         return [self._hits(response.points) for response in responses]
+
+    def search_sparse(self, query: SparseVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` with the highest BM25 score for ``query``, best first.
+
+        Raises:
+            ValueError: ``limit`` < 1.
+            StoreUnavailableError: the server failed or the store is closed.
+        """
+        self._check_open()
+        check_limit(limit)
+        if not query:
+            return []
+        with _client_errors("sparse search"):
+            response = self._client.query_points(
+                self.collection,
+                query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
+                using=SPARSE_VECTOR,
+                query_filter=qdrant_filter(compile_filter(flt)),
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+            )
+        return self._hits(response.points)
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
         """The points with these ids, in the order asked; missing ids are skipped.
@@ -260,17 +303,22 @@ class QdrantVectorStore:
             found = self._client.retrieve(
                 self.collection, ids=wanted, with_payload=True, with_vectors=with_vectors
             )
-        by_id = {
-            str(r.id): VectorRecord(
-                id=str(r.id),
-                vector=np.asarray(r.vector, dtype=np.float32)
-                if with_vectors and r.vector is not None
-                else None,
-                payload=_payload(r.payload),
-            )
-            for r in found
-        }
+        by_id = {str(r.id): self._record(r, with_vectors) for r in found}
         return [by_id[i] for i in wanted if i in by_id]
+
+    @staticmethod
+    def _record(found: models.Record, with_vectors: bool) -> VectorRecord:
+        vectors = found.vector if with_vectors and isinstance(found.vector, dict) else {}
+        dense = vectors.get(DENSE_VECTOR)
+        sparse = vectors.get(SPARSE_VECTOR)
+        return VectorRecord(
+            id=str(found.id),
+            vector=None if dense is None else np.asarray(dense, dtype=np.float32),
+            payload=_payload(found.payload),
+            sparse=None
+            if not isinstance(sparse, models.SparseVector)
+            else SparseVector(tuple(sparse.indices), tuple(sparse.values)),
+        )
 
     def set_payload(self, ids: Sequence[str], values: Mapping[str, Any]) -> None:
         """Merge ``values`` into the payload of the existing points among ``ids``; missing ids are skipped.

@@ -196,7 +196,7 @@ async def evaluate(
     headers = {"Authorization": f"Bearer {api_key}"}
     async with httpx.AsyncClient(base_url=stack.gateway_url, headers=headers, timeout=60.0) as client:
         for q in tqdm(questions, desc="recall", unit="q", leave=False):
-            refs, ms = await ask(client, q, max(top_k, 10))
+            refs, ms = await ask(client, q, top_k)
             latencies.append(ms)
             r5.append(locomo.evidence_recall(q.evidence, refs, 5))
             r10.append(locomo.evidence_recall(q.evidence, refs, 10))

@@ -93,6 +93,10 @@ async def embedded_stack(
     """
     cfg = settings or AllSettings()
     gw = gateway or GatewaySettings()
+    if not cfg.kafka.bootstrap:
+        # Tansu holds a group join for about half the session timeout, and the five groups join one
+        # after another: a short timeout cuts start-up from ~30 s to a few seconds
+        cfg.kafka.session_timeout_ms = min(cfg.kafka.session_timeout_ms, 3000)
     with embedded_broker(cfg) as bootstrap:
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:

@@ -1,4 +1,5 @@
-"""The ``hindsight`` command line (typer): ``up``, ``demo``, ``mcp-stdio``, ``schemas export``."""
+"""The ``hindsight`` command line (typer): ``up``, ``demo``, ``mcp-stdio``, ``schemas export``,
+``dlq list|show|replay``, ``chaos``, ``bench load``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from hindsight.errors import HindsightError
+from hindsight.errors import ConfigurationError, HindsightError
 from hindsight.observability import configure_logging
 from hindsight.settings import AllSettings
 
@@ -20,6 +21,12 @@ app = typer.Typer(
 )
 schemas_app = typer.Typer(no_args_is_help=True, help="Wire schema tools.")
 app.add_typer(schemas_app, name="schemas")
+dlq_app = typer.Typer(
+    no_args_is_help=True, help="Dead letters (memory.dlq.v1): list, show, replay after a fix."
+)
+app.add_typer(dlq_app, name="dlq")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (scripts that print JSON, not timed tests).")
+app.add_typer(bench_app, name="bench")
 
 DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 log = logging.getLogger("hindsight.cli")
@@ -84,7 +91,9 @@ def demo(
     jsonl: Annotated[
         Path | None, typer.Option(help="Your own transcript: one interaction event per line.")
     ] = None,
-    top_k: Annotated[int, typer.Option(help="Memories per recall (>= 10 is used for recall@10).")] = 10,
+    top_k: Annotated[
+        int, typer.Option(min=10, max=15, help="Memories per recall (10..15: recall@10 needs at least 10).")
+    ] = 10,
     data_dir: Annotated[Path | None, typer.Option(help="Where local stores keep their files.")] = None,
     bootstrap: Annotated[
         str | None, typer.Option(help="Use this Kafka instead of the embedded broker.")
@@ -114,6 +123,8 @@ def demo(
             n_conv = len({(e.tenant_id, e.user_id) for e in events})
             tenants = sorted({e.tenant_id for e in events})
         else:
+            if all_conversations and conversations:
+                raise locomo.DatasetError("pass either --all or --conversations, not both")
             samples = locomo.load(data)
             ids = (
                 None
@@ -174,6 +185,136 @@ def export_schemas(out: Annotated[Path, typer.Option(help="Output folder.")] = P
         typer.echo(str(path))
 
 
+def _kafka(bootstrap: str | None) -> str:
+    value = bootstrap or _settings(None, None).kafka.bootstrap
+    if not value:
+        raise _fail(ConfigurationError("name the Kafka: --bootstrap host:port or HINDSIGHT_KAFKA_BOOTSTRAP"))
+    return value
+
+
+BootstrapOpt = Annotated[
+    str | None, typer.Option(help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP).")
+]
+
+
+@dlq_app.command("list")
+def dlq_list(
+    *,
+    stage: Annotated[str | None, typer.Option(help="Only this stage.")] = None,
+    bootstrap: BootstrapOpt = None,
+) -> None:
+    """One JSON line per distinct dead letter (id, stage, error, source, copies, reason), oldest first."""
+    from services.cli import dlq  # noqa: PLC0415
+
+    try:
+        for entry in asyncio.run(dlq.load(_kafka(bootstrap), stage=stage)):
+            typer.echo(json.dumps(entry.summary(), ensure_ascii=False))
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+
+
+@dlq_app.command("show")
+def dlq_show(
+    dead_letter_id: Annotated[str, typer.Argument(help="<partition>:<offset>")],
+    bootstrap: BootstrapOpt = None,
+) -> None:
+    """The whole dead letter, original record decoded, as indented JSON."""
+    from services.cli import dlq  # noqa: PLC0415
+
+    try:
+        (entry,) = dlq.find(asyncio.run(dlq.load(_kafka(bootstrap))), [dead_letter_id])
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    typer.echo(json.dumps(entry.detail(), indent=2, ensure_ascii=False))
+
+
+@dlq_app.command("replay")
+def dlq_replay(
+    ids: Annotated[list[str] | None, typer.Argument(help="Dead letter ids (<partition>:<offset>).")] = None,
+    *,
+    all_letters: Annotated[bool, typer.Option("--all", help="Every dead letter (of --stage).")] = False,
+    stage: Annotated[str | None, typer.Option(help="With --all: only this stage.")] = None,
+    fixed: Annotated[Path | None, typer.Option(help="Replay this file's bytes instead (one id).")] = None,
+    bootstrap: BootstrapOpt = None,
+) -> None:
+    """Republish dead letters to their source topics (original key; safe to repeat)."""
+    from services.cli import dlq  # noqa: PLC0415
+
+    try:
+        if not ids and not all_letters:
+            raise ConfigurationError("name dead letter ids (see `hindsight dlq list`) or pass --all")
+        kafka = _kafka(bootstrap)
+        entries = asyncio.run(dlq.load(kafka, stage=stage))
+        chosen = entries if all_letters else dlq.find(entries, ids or [])
+        fix = fixed.read_bytes() if fixed is not None else None
+        for line in asyncio.run(
+            dlq.replay(kafka, chosen, fixed=fix, idempotent=_settings(None, None).kafka.idempotent)
+        ):
+            typer.echo(json.dumps(line))
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def chaos(
+    *,
+    events: Annotated[int, typer.Option(help="Valid interaction events to publish.")] = 5000,
+    kills: Annotated[int | None, typer.Option(help="SIGKILLs (default scales with --events).")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed (workload and fault points).")] = 7,
+    bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
+    timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+) -> None:
+    """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
+    from services.cli.chaos import main_chaos  # noqa: PLC0415
+
+    code = main_chaos(
+        events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
+    )
+    raise typer.Exit(code)
+
+
+@bench_app.command("load")
+def bench_load(
+    *,
+    rate: Annotated[list[float], typer.Option(help="Offered events/s (repeat to try several).")] = [16.0],  # noqa: B006
+    seconds: Annotated[float, typer.Option(help="Seconds of steady load per rate.")] = 60.0,
+    plot: Annotated[Path, typer.Option(help="PNG of lag over time.")] = Path("docs/load-lag.png"),
+    workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
+) -> None:
+    """Offer steady load to the embedded default; print throughput, lag and memory per rate as JSON."""
+    from services.cli.bench_load import main_load  # noqa: PLC0415
+
+    raise typer.Exit(main_load(rates=rate, seconds=seconds, plot=plot, workdir=workdir))
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="hindsight")
+
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+@bench_app.command("recall", context_settings=_PASS_THROUGH)
+def bench_recall(ctx: typer.Context) -> None:
+    """Evidence recall of Hindsight vs dense, BM25 and hybrid baselines on LoCoMo (--help for options)."""
+    from services.cli.bench_recall import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("scale", context_settings=_PASS_THROUGH)
+def bench_scale(ctx: typer.Context) -> None:
+    """Recall latency at 10k/100k memories and ingest-to-searchable latency (--help for options)."""
+    from services.cli.bench_scale import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("inference", context_settings=_PASS_THROUGH)
+def bench_inference(ctx: typer.Context) -> None:
+    """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
+    from services.cli.bench_inference import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))

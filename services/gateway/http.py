@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hindsight.errors import HindsightError, RequestError, RetryableError
 from hindsight.stores.vector import MemoryFilter
@@ -213,19 +214,50 @@ async def _request_error(_: Request, exc: Exception) -> JSONResponse:
     return _error_response(*wire_error(exc))
 
 
+def _validation_fix(kind: str, field: str, msg: str) -> tuple[str, str]:
+    """``(field, fix)`` for one pydantic error type: JSON syntax and body shape get a real remedy."""
+    if kind == "json_invalid":
+        return "body", f"send a syntactically valid JSON object ({msg})"
+    if field in ("", "body") and kind in ("model_attributes_type", "dict_type", "missing"):
+        return "body", "send a JSON object with the header 'Content-Type: application/json'"
+    if kind == "missing":
+        return field, f"add the required field '{field}'"
+    if kind == "extra_forbidden":
+        return field, f"remove '{field}': it is not a field of this request"
+    return field, f"send a valid '{field}': {msg}"
+
+
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
     loc = [str(part) for part in first.get("loc", ())]
     field = ".".join(loc[1:] if len(loc) > 1 and loc[0] in ("body", "query", "path", "header") else loc)
+    if first.get("type") == "json_invalid":
+        field = "body"
+    field, fix = _validation_fix(str(first.get("type", "")), field, str(first.get("msg")))
     detail = ErrorDetail(
         code="validation_error",
         message="; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors),
         field=field or None,
-        fix=f"send a valid '{field}': {first.get('msg')}" if field else str(first.get("msg")),
+        fix=fix,
     )
     return _error_response(422, ErrorBody(error=detail))
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    fix = {
+        404: "see /docs or /openapi.json for the routes",
+        405: f"{request.method} is not allowed here; see /openapi.json for the methods of {request.url.path}",
+    }.get(exc.status_code, "see /openapi.json")
+    detail = ErrorDetail(
+        code="not_found" if exc.status_code == 404 else "http_error",
+        message=str(exc.detail),
+        field=None,
+        fix=fix,
+    )
+    return _error_response(exc.status_code, ErrorBody(error=detail))
 
 
 async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
@@ -245,6 +277,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(RetryableError, _request_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)  # the one top-level handler
 
 

@@ -70,6 +70,11 @@ class RecallRequest(_Body):
         None, description="How many memories to return: 1..max (15 by default); default 5."
     )
     types: list[MemoryType] | None = Field(None, description="Memory layers to search; default all.")
+    kinds: list[MemoryKind] | None = Field(
+        None,
+        description="Granularity: 'turn', 'fact', 'episode'. Default turns and facts: whole-session "
+        "episode summaries are long and broad, ask for them explicitly (or use history).",
+    )
     scopes: list[str] | None = Field(
         None, description="Scopes to search; default every scope the key may read."
     )
@@ -84,6 +89,18 @@ class RecallRequest(_Body):
         "relevance", description="'relevance' (best first) or 'chronological' (oldest first)."
     )
     include_superseded: bool = Field(False, description="Also return superseded (older) versions.")
+    time_zone: str | None = Field(
+        None, description="The caller's IANA time zone (e.g. 'Asia/Shanghai') for 'yesterday', 'last week'."
+    )
+    token_budget: int | None = Field(
+        None, ge=1, le=100_000, description="Most tokens of memory text to return (default 2,000)."
+    )
+    rerank: bool | None = Field(None, description="Rerank candidates with the reranker (default: settings).")
+    recency: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Blend recency into the ranking: 'auto' when the query asks for the current state "
+        "('latest', 'now'), or always 'on' / 'off'.",
+    )
 
 
 class ReflectRequest(_Body):
@@ -100,13 +117,20 @@ class ReflectRequest(_Body):
 
 
 class Scores(BaseModel):
-    """Why a memory was recalled (DESIGN.md section 4)."""
+    """Why a memory was recalled (DESIGN.md sections 4-5; formula in ``hindsight.recall.rank``)."""
 
     similarity: float = Field(description="Cosine similarity of the memory to the query, -1..1.")
+    relevance: float = Field(
+        description="Reciprocal-rank fusion of the dense, lexical (and rerank) lists, 0..1."
+    )
+    dense_rank: int | None = Field(None, description="Rank in the dense (embedding) list; null if absent.")
+    lexical_rank: int | None = Field(None, description="Rank in the lexical (BM25) list; null if absent.")
+    rerank: float | None = Field(None, description="Reranker score, when reranking ran.")
     time_weight: float = Field(
         description="Time weight from the memory's age: 1.0 / 0.8 / 0.6 (step) or exp."
     )
-    final: float = Field(description="Blended score used for ranking: 0.7 * similarity + 0.3 * time weight.")
+    in_time_window: bool = Field(False, description="Created inside the time the query names.")
+    final: float = Field(description="Score used for ranking (relevance blended with time, boosts).")
 
 
 class MemoryView(BaseModel):
@@ -143,6 +167,7 @@ class RecalledMemory(MemoryView):
 
     scores: Scores = Field(description="Similarity, time weight and final score.")
     rank: int = Field(ge=1, description="1-based position in the response.")
+    tokens: int = Field(0, ge=0, description="Tokens of this memory's text (counted for the budget).")
     duplicates: list[str] = Field(default_factory=list, description="Near-identical memories folded into it.")
 
 
@@ -151,6 +176,12 @@ class RecallResponse(BaseModel):
 
     query_id: str = Field(description="Id of this recall (access events carry it).")
     memories: list[RecalledMemory] = Field(description="At most top_k memories, in the requested order.")
+    tokens: int = Field(0, ge=0, description="Tokens of all returned memory texts (<= token_budget).")
+    truncated: bool = Field(False, description="The token budget cut the list short.")
+    time_window: list[AwareDatetime] | None = Field(
+        None, description="[start, end) of the time expression the query named, in UTC, if any."
+    )
+    entities: list[str] = Field(default_factory=list, description="Entities found in the query.")
 
 
 class ForgetResult(BaseModel):

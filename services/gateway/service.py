@@ -14,7 +14,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -76,6 +76,12 @@ def _aware(name: str, value: datetime | None) -> None:
             field=name,
             fix=f"send {name} with a UTC offset, e.g. 2026-03-02T09:30:00+08:00",
         )
+
+
+DEFAULT_RECALL_KINDS = ("turn", "fact")
+"""What recall searches unless the caller asks for other kinds: precise memories; episode summaries
+are broad and long (hundreds of tokens) and answer "what happened in that session" (ask for kind
+'episode', or use history)."""
 
 
 class MemoryService:
@@ -222,6 +228,7 @@ class MemoryService:
         user_id: str,
         top_k: int | None = None,
         types: Sequence[MemoryType] | None = None,
+        kinds: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
         tags_any: Sequence[str] | None = None,
         tags_exclude: Sequence[str] | None = None,
@@ -230,6 +237,10 @@ class MemoryService:
         reference_time: datetime | None = None,
         order: Order = "relevance",
         include_superseded: bool = False,
+        time_zone: str | None = None,
+        token_budget: int | None = None,
+        rerank: bool | None = None,
+        recency: Literal["auto", "on", "off"] = "auto",
     ) -> RecallResponse:
         """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
         scores that explain each; publishes one access event per returned memory (flushed first).
@@ -258,36 +269,57 @@ class MemoryService:
                 user_id=user_id,
                 scopes=self._read_scopes(principal, scopes),
                 types=types,
+                kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
                 statuses=("active", "superseded") if include_superseded else ("active",),
                 tags_any=tags_any,
                 tags_exclude=tags_exclude,
                 created_from=time_from,
                 created_to=time_to,
             )
+            use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
             params = RecallParams(
                 top_k=k,
                 candidates=max(self._settings.candidates, k),
                 similarity_floor=self._settings.similarity_floor,
                 time_mode=self._settings.time_mode,
                 order=order,
+                rerank=use_rerank,
+                rerank_top_n=self._resources.settings.reranker.top_n,
+                token_budget=token_budget or self._settings.token_budget,
+                recency=recency,
             )
-            hits = await recall(
-                query,
-                flt,
-                store=self._resources.vector_store(),
-                embedder=self._resources.embedder(),
-                params=params,
-                reference_time=reference_time,
-            )
+            try:
+                result = await recall(
+                    query,
+                    flt,
+                    store=self._resources.vector_store(),
+                    embedder=self._resources.embedder(),
+                    lexical=self._resources.lexical(),
+                    reranker=self._resources.reranker() if use_rerank else None,
+                    params=params,
+                    reference_time=reference_time,
+                    time_zone=time_zone,
+                )
+            except ValueError as exc:  # unknown time zone (the message names it)
+                raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
+            hits = result.memories
             query_id = str(uuid.uuid4())
             memories = [
                 RecalledMemory.model_validate(
                     {
                         **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
                         "scores": Scores(
-                            similarity=hit.similarity, time_weight=hit.time_weight, final=hit.final_score
+                            similarity=hit.similarity,
+                            relevance=hit.relevance,
+                            dense_rank=hit.dense_rank,
+                            lexical_rank=hit.lexical_rank,
+                            rerank=hit.rerank_score,
+                            time_weight=hit.time_weight,
+                            in_time_window=hit.in_time_window,
+                            final=hit.final_score,
                         ),
                         "rank": hit.rank,
+                        "tokens": hit.tokens,
                         "duplicates": list(hit.duplicates),
                     }
                 )
@@ -295,7 +327,15 @@ class MemoryService:
             ]
             await self._publish_access(principal, query_id, query, memories)
             RECALLED.inc(len(memories))
-            return RecallResponse(query_id=query_id, memories=memories)
+            window = result.parsed.window
+            return RecallResponse(
+                query_id=query_id,
+                memories=memories,
+                tokens=result.tokens,
+                truncated=result.truncated,
+                time_window=None if window is None else [window.start, window.end],
+                entities=list(result.parsed.entities),
+            )
 
     async def _publish_access(
         self, principal: Principal, query_id: str, query: str, memories: Sequence[RecalledMemory]

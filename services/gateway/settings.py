@@ -49,6 +49,9 @@ class GatewaySettings(BaseSettings):
         "step", description="Recall time weighting: step or exponential."
     )
     history_max: int = Field(1000, ge=1, description="Largest page a history call may ask for.")
+    token_budget: int = Field(
+        2000, ge=1, description="Default most tokens of memory text per recall response."
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod

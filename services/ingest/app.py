@@ -29,7 +29,11 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
     if "embed" in cfg.stages:
         ledger = SessionLedger(await resources.redis())
         embed = EmbedStage(
-            resources.vector_store(), resources.embedder(), ledger, dedupe_cosine=cfg.dedupe_cosine
+            resources.vector_store(),
+            resources.embedder(),
+            ledger,
+            dedupe_cosine=cfg.dedupe_cosine,
+            lexical=resources.lexical(),
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
 

@@ -4,7 +4,7 @@ Consumes ``memory.candidates.v1`` in batches. For each batch:
 
 1. candidates whose memory already exists (redelivery) are not rewritten: their stored state (access
    counts, status) is kept and the stored event is re-published (idempotent downstream);
-2. the rest are embedded in one call (``(n, 384)`` float32);
+2. the rest are embedded in one call (``(n, 384)`` float32) and given BM25 sparse vectors;
 3. a candidate whose cosine similarity to an active memory of the same user and type (already stored,
    or earlier in this batch) exceeds 0.95 is merged: no new memory, the existing one's
    ``merged_ids`` gains the candidate id (once: redelivery does not count twice) and
@@ -31,6 +31,7 @@ from schemas import Memory, MemoryCandidate, MemoryStoredEvent, Topic, partition
 
 if TYPE_CHECKING:
     from hindsight.inference.embedder import Embedder
+    from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
     from hindsight.stores.session_ledger import SessionLedger
     from hindsight.stores.vector import VectorStore
@@ -75,9 +76,16 @@ class EmbedStage:
     name = "ingest.embed"
 
     def __init__(
-        self, store: VectorStore, embedder: Embedder, ledger: SessionLedger, *, dedupe_cosine: float
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        ledger: SessionLedger,
+        *,
+        dedupe_cosine: float,
+        lexical: LexicalEncoder | None = None,
     ) -> None:
         self._store = store
+        self._lexical = lexical
         self._ledger = ledger
         self._embedder = embedder
         self._dedupe = dedupe_cosine
@@ -131,7 +139,8 @@ class EmbedStage:
                 merges[target].append(c.memory_id)
                 continue
             memory = memory_from_candidate(c, stored_at=now, model=self._embedder.name)
-            to_store.append(VectorRecord(c.memory_id, vec, to_payload(memory)))
+            sparse = self._lexical.document(embed_text(c)) if self._lexical is not None else None
+            to_store.append(VectorRecord(c.memory_id, vec, to_payload(memory), sparse=sparse))
             accepted[group].append((c.memory_id, vec))
             out.send(
                 Topic.STORED,

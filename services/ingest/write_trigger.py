@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hindsight.text import TextFeatures, features
+from hindsight.text import TextFeatures, compress, features
+
+__all__ = ["KEEP_THRESHOLD", "WriteDecision", "compress", "decide"]
 
 KEEP_THRESHOLD = 0.2
 _NUMBER = re.compile(r"\d")
@@ -73,10 +75,3 @@ def decide(content: str, source: str, *, threshold: float = KEEP_THRESHOLD) -> W
     importance = round(max(0.0, min(1.0, score)), 4)
     keep = importance >= threshold
     return WriteDecision(keep, importance, ("keep: " if keep else "skip: ") + ", ".join(parts), f)
-
-
-def compress(content: str, max_chars: int = 280) -> str:
-    """Compressed form of a working-memory item pushed out without having been kept: whitespace
-    collapsed and cut at ``max_chars`` characters (with an ellipsis)."""
-    text = " ".join(content.split())
-    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"

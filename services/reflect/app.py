@@ -17,9 +17,16 @@ async def register(resources: Resources, settings: ReflectSettings | None = None
     cfg = settings or ReflectSettings()
     redis = await resources.redis()
     stage = ReflectStage(
-        resources.vector_store(), resources.embedder(), SessionLedger(redis), WorkingMemory(redis), cfg
+        resources.vector_store(),
+        resources.embedder(),
+        SessionLedger(redis),
+        WorkingMemory(redis),
+        cfg,
+        lexical=resources.lexical(),
     )
-    resources.subscribe(stage, [Topic.SESSIONS], "reflect")
+    # a close costs an embedding and a scan of the user's memories: small batches commit often and
+    # keep one batch well inside the consumer's max poll interval
+    resources.subscribe(stage, [Topic.SESSIONS], "reflect", max_records=cfg.batch_size)
 
 
 def create_app() -> FastStream:

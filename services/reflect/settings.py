@@ -17,3 +17,6 @@ class ReflectSettings(BaseSettings):
         30.0, ge=0.0, description="Max seconds to wait for a session's turns before consolidating anyway."
     )
     key_points: int = Field(5, ge=1, description="Most important turns quoted in an episode summary.")
+    batch_size: int = Field(
+        4, ge=1, description="Session closes per consumed batch (each costs an embedding)."
+    )

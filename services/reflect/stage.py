@@ -15,6 +15,7 @@ Consumes ``memory.sessions.v1``. For each closed session:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,10 +27,12 @@ from hindsight.ids import stable_id
 from hindsight.records import from_payload, to_payload, with_merged_provenance
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
+from hindsight.text import compress, features
 from schemas import (
     EpisodeEvent,
     Memory,
     MemoryOperation,
+    Provenance,
     ReflectionResult,
     SessionClosedEvent,
     Topic,
@@ -40,12 +43,14 @@ from services.reflect.consolidate import build_episode
 
 if TYPE_CHECKING:
     from hindsight.inference.embedder import Embedder
+    from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
     from hindsight.stores.session_ledger import SessionLedger
     from hindsight.stores.vector import VectorStore
     from hindsight.stores.working_memory import WorkingMemory
     from services.reflect.settings import ReflectSettings
 
+log = logging.getLogger("hindsight.reflect")
 _SCROLL_PAGE = 512
 
 
@@ -65,8 +70,11 @@ class ReflectStage:
         ledger: SessionLedger,
         working: WorkingMemory,
         settings: ReflectSettings,
+        *,
+        lexical: LexicalEncoder | None = None,
     ) -> None:
         self._store = store
+        self._lexical = lexical
         self._embedder = embedder
         self._ledger = ledger
         self._working = working
@@ -134,7 +142,8 @@ class ReflectStage:
             payload = to_payload(memory)
             if old is not None:
                 payload |= {k: v for k, v in old.payload.items() if k.startswith("merged_")}
-            records.append(VectorRecord(memory.id, vec, payload))
+            sparse = self._lexical.document(memory.content) if self._lexical is not None else None
+            records.append(VectorRecord(memory.id, vec, payload, sparse=sparse))
         await asyncio.to_thread(self._store.upsert, records)
 
     async def _reflect(self, close: SessionClosedEvent, out: EventPublisher) -> None:
@@ -148,6 +157,14 @@ class ReflectStage:
             statuses=("active",),
         )
         turns = [m for m in await asyncio.to_thread(self._scroll, session_flt) if m.kind == "turn"]
+        session = SessionKey(tenant_id=close.tenant_id, user_id=close.user_id, session_id=close.session_id)
+        leftovers = await self._leftovers(close, session, {m.id for m in turns}, now)
+        await self._upsert(leftovers)
+        turns += leftovers
+        if not turns:  # an unknown or empty session: nothing to consolidate, no junk episode
+            log.info("closed session has no turns", extra={"session_id": close.session_id})
+            await self._working.clear(session)
+            return
         episode = build_episode(
             close, turns, stored_at=now, key_points=self._cfg.key_points, model=self._embedder.name
         )
@@ -179,9 +196,48 @@ class ReflectStage:
                 reflected_at=now,
             ),
         )
-        await self._working.clear(
-            SessionKey(tenant_id=close.tenant_id, user_id=close.user_id, session_id=close.session_id)
-        )
+        await self._working.clear(session)
+
+    async def _leftovers(
+        self, close: SessionClosedEvent, session: SessionKey, stored_turns: set[str], now: datetime
+    ) -> list[Memory]:
+        """Working-memory items never kept as memories: compressed into episodic memory on close
+        (DESIGN.md section 2: pushed out of working memory, never just dropped)."""
+        accounted = stored_turns | await self._ledger.stored(close.tenant_id, close.user_id, close.session_id)
+        out = []
+        for item in await self._working.items(session):
+            if item.id in accounted:
+                continue
+            text = compress(item.content)
+            f = features(text)
+            out.append(
+                Memory(
+                    id=item.id,
+                    tenant_id=close.tenant_id,
+                    user_id=close.user_id,
+                    agent_id=close.agent_id,
+                    session_id=close.session_id,
+                    type="episodic",
+                    kind="turn",
+                    content=text,
+                    source=item.source,
+                    tags=("compressed", *f.tags),
+                    entities=f.entities,
+                    intent=f.intent,
+                    importance=item.importance,
+                    confidence=0.5,
+                    created_at=item.created_at,
+                    stored_at=now,
+                    valid_from=item.created_at,
+                    last_accessed_at=now,
+                    embedding_model=self._embedder.name,
+                    provenance=Provenance(
+                        event_ids=(item.event_id,),
+                        external_refs=(item.external_ref,) if item.external_ref else (),
+                    ),
+                )
+            )
+        return out
 
     async def _abstract(
         self, close: SessionClosedEvent, episode: Memory, now: datetime

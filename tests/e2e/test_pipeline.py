@@ -293,3 +293,42 @@ async def test_session_close_consolidates_an_episode_with_provenance(stack: Stac
     assert len(episodes) == 1
     assert episodes[0].provenance.external_refs == ("D1:0", "D1:1", "D1:2", "D1:3")
     assert "Outcome: success." in episodes[0].content
+
+
+async def test_closing_a_session_compresses_what_working_memory_never_kept(stack: Stack) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    chatter = event(user, "lol ok", session="chat", i=0, ref="D9:1")
+    close = SessionClosedEvent(
+        event_id=f"close-{user}",
+        tenant_id="tenant-a",
+        user_id=user,
+        agent_id="agent-1",
+        session_id="chat",
+        closed_at=T0 + timedelta(hours=1),
+        event_count=1,
+    )
+    await send(stack, [raw(chatter)])
+    assert user_memories(stack, "tenant-a", user) == []  # skipped by the write-trigger: working memory only
+    await send(stack, [raw(close)])
+    stored = user_memories(stack, "tenant-a", user)
+    turns = [m for m in stored if m.kind == "turn"]
+    assert [(m.content, m.tags, m.provenance.external_refs) for m in turns] == [
+        ("lol ok", ("compressed",), ("D9:1",))
+    ]
+    assert [m.kind for m in stored if m.kind == "episode"] == ["episode"]
+    working = WorkingMemory(await stack.resources.redis())
+    assert await working.items(SessionKey(tenant_id="tenant-a", user_id=user, session_id="chat")) == []
+
+
+async def test_closing_an_unknown_session_creates_no_episode(stack: Stack) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    close = SessionClosedEvent(
+        event_id=f"close-{user}",
+        tenant_id="tenant-a",
+        user_id=user,
+        agent_id="agent-1",
+        session_id="nope",
+        closed_at=T0,
+    )
+    await send(stack, [raw(close)])
+    assert user_memories(stack, "tenant-a", user) == []

@@ -276,7 +276,11 @@ async def test_recall_returns_own_tenants_memories_with_scores_and_provenance_ne
     assert first["tags"] == ["health"]
     assert first["scores"]["similarity"] >= 0.65
     assert first["scores"]["time_weight"] == 1.0
-    assert first["scores"]["final"] == pytest.approx(0.7 * first["scores"]["similarity"] + 0.3)
+    scores = first["scores"]
+    fused = sum(1 / (60 + r) for r in (scores["dense_rank"], scores["lexical_rank"]) if r is not None)
+    assert scores["relevance"] == pytest.approx(fused / (2 / 61))  # RRF, normalised (hindsight.recall.rank)
+    # no recency blend for a query that does not ask for the current state; boosts are small
+    assert scores["relevance"] - 0.05 <= scores["final"] <= scores["relevance"] + 0.25
     assert first["provenance"]["event_ids"][0].startswith("evt-")
     assert first["provenance"]["external_refs"] == ["D1:1"]
     assert [m["rank"] for m in body_a["memories"]] == list(range(1, len(body_a["memories"]) + 1))
@@ -541,7 +545,16 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         assert seeded.b_allergy not in _ids(recalled_a)
         assert _ids(recalled_b) == [seeded.b_allergy]
         top = recalled_a["memories"][0]
-        assert set(top["scores"]) == {"similarity", "time_weight", "final"}
+        assert set(top["scores"]) == {
+            "similarity",
+            "relevance",
+            "dense_rank",
+            "lexical_rank",
+            "rerank",
+            "time_weight",
+            "in_time_window",
+            "final",
+        }
         assert top["provenance"]["event_ids"]
 
         too_many = _error_text(
@@ -624,3 +637,26 @@ async def test_mcp_over_stdio_acts_as_the_principal_of_the_env_key(gateway: Gate
     assert key == f"tenant-stdio:{USER}".encode()
     assert event["tenant_id"] == "tenant-stdio"
     assert event["agent_id"] == "agent-9"
+
+
+async def test_malformed_bodies_and_unknown_routes_get_the_documented_error_body(gateway: Gateway) -> None:
+    # found by a newcomer test: these answered with FastAPI's own shapes or a "field" of "32"
+    async with gateway.client(KEY_A) as http:
+        broken = await http.post(
+            "/v1/recall", content=b'{"query": "x", "user_id": ', headers={"Content-Type": "application/json"}
+        )
+        not_json = await http.post("/v1/recall", content=b"query=x", headers={"Content-Type": "text/plain"})
+        missing = await http.post("/v1/recall", json={"query": "where?"})
+        unknown = await http.get("/v1/nothing-here")
+        wrong_method = await http.put("/v1/recall", json={})
+    assert broken.status_code == 422
+    assert broken.json()["error"]["field"] == "body"
+    assert "JSON" in broken.json()["error"]["fix"]
+    assert not_json.status_code == 422
+    assert "Content-Type: application/json" in not_json.json()["error"]["fix"]
+    assert missing.json()["error"]["field"] == "user_id"
+    assert missing.json()["error"]["fix"] == "add the required field 'user_id'"
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "not_found"
+    assert wrong_method.status_code == 405
+    assert "PUT" in wrong_method.json()["error"]["fix"]

@@ -1,62 +1,126 @@
-"""Ranking steps of recall: floor, time weighting, dedupe, ordering (DESIGN.md section 5)."""
+"""Ranking steps of recall: fusion, time weighting, boosts, floor, dedupe, order (DESIGN.md s4-5)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
-from hindsight.recall import RecallParams, rank
-from hindsight.stores.vector import ScoredRecord
+from hindsight.recall.rank import RRF_K, Candidate, RecallParams, dedupe, fuse, order, rrf, score
 
 pytestmark = pytest.mark.unit
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
+NEUTRAL = RecallParams(frequency_weight=0.0, confidence_weight=0.0)
 
 
-def hit(mid: str, score: float, days_old: float, content: str | None = None) -> ScoredRecord:
+def cand(
+    mid: str,
+    cosine: float,
+    days_old: float,
+    *,
+    dense: int | None = None,
+    lexical: int | None = None,
+    content: str | None = None,
+    **payload: object,
+) -> Candidate:
     created = NOW - timedelta(days=days_old)
-    return ScoredRecord(
-        mid, score, {"content": content or f"memory {mid}", "created_ts": created.timestamp()}
-    )
+    body = {"content": content or f"memory {mid}", "created_ts": created.timestamp(), **payload}
+    return Candidate(mid, body, cosine, dense_rank=dense, lexical_rank=lexical)
 
 
-def test_similarity_floor_drops_weak_matches() -> None:
-    out = rank([hit("a", 0.9, 1), hit("b", 0.64, 1)], NOW, RecallParams())
+def test_rrf_fusion_order_on_a_fixed_example() -> None:
+    dense = ["a", "b", "c", "d"]
+    lexical = ["c", "e", "a"]
+    fused = fuse(dense, lexical)
+    # a: 1/61 + 1/63, c: 1/63 + 1/61 (tie, by id), b: 1/62, e: 1/62 (tie, by id), d: 1/64
+    assert [item for item, _ in fused] == ["a", "c", "b", "e", "d"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 63)
+    assert rrf(1, None) == pytest.approx(1 / (RRF_K + 1))
+
+
+def test_similarity_floor_drops_weak_matches_even_if_lexically_ranked() -> None:
+    out = score([cand("a", 0.9, 1, dense=1), cand("b", 0.64, 1, dense=2, lexical=1)], NOW, NEUTRAL)
     assert [m.id for m in out] == ["a"]
 
 
-def test_recent_memory_outranks_slightly_more_similar_old_one() -> None:
-    # old: 0.7*0.80 + 0.3*0.6 = 0.740; recent: 0.7*0.78 + 0.3*1.0 = 0.846
-    out = rank([hit("old", 0.80, 90), hit("recent", 0.78, 2)], NOW, RecallParams())
-    assert [m.id for m in out] == ["recent", "old"]
-    assert out[0].final_score == pytest.approx(0.846)
-    assert out[1].time_weight == 0.6
+def test_memory_in_both_lists_outranks_one_list_and_relevance_is_normalised() -> None:
+    out = score([cand("both", 0.8, 1, dense=2, lexical=1), cand("dense", 0.9, 1, dense=1)], NOW, NEUTRAL)
+    assert [m.id for m in out] == ["both", "dense"]
+    assert out[0].relevance == pytest.approx((1 / 62 + 1 / 61) / (2 / 61))
+    assert out[1].relevance == pytest.approx(0.5)
 
 
-def test_time_share_zero_is_pure_similarity() -> None:
-    out = rank([hit("old", 0.80, 90), hit("recent", 0.78, 2)], NOW, RecallParams(time_share=0.0))
-    assert [m.id for m in out] == ["old", "recent"]
+def test_recency_blend_applies_when_the_query_asks_for_the_current_state() -> None:
+    old = cand("old", 0.8, 90, dense=1)
+    recent = cand("recent", 0.8, 2, dense=2)
+    neutral = score([old, recent], NOW, NEUTRAL)
+    current = score([old, recent], NOW, NEUTRAL, wants_recent=True)
+    assert [m.id for m in neutral] == ["old", "recent"]
+    assert [m.id for m in current] == ["recent", "old"]
+    # recent: 0.7 * (1/62)/(2/61) + 0.3 * 1.0
+    assert current[0].final_score == pytest.approx(0.7 * (61 / 124) + 0.3)
+    assert current[1].time_weight == 0.6
 
 
-def test_identical_content_collapses_to_newest_version() -> None:
-    out = rank(
-        [hit("v1", 0.95, 40, "User prefers window seats."), hit("v2", 0.90, 3, "user prefers window seats")],
-        NOW,
-        RecallParams(),
+def test_exponential_time_mode() -> None:
+    out = score([cand("x", 0.8, 20, dense=1)], NOW, RecallParams(time_mode="exp"), wants_recent=True)
+    assert out[0].time_weight == pytest.approx(np.exp(-1.0))
+
+
+def test_memory_inside_the_named_time_window_gets_the_bonus() -> None:
+    window = (NOW - timedelta(days=10), NOW - timedelta(days=3))
+    out = score(
+        [cand("outside", 0.8, 1, dense=1), cand("inside", 0.8, 5, dense=2)], NOW, NEUTRAL, window=window
     )
+    assert [m.id for m in out] == ["inside", "outside"]
+    assert out[0].in_time_window
+    assert not out[1].in_time_window
+
+
+def test_confidence_and_access_frequency_break_ties() -> None:
+    params = RecallParams()
+    low = cand("low", 0.8, 1, dense=1, lexical=2, confidence=0.4, access_count=0)
+    high = cand("high", 0.8, 1, dense=2, lexical=1, confidence=0.8, access_count=5)
+    assert [m.id for m in score([low, high], NOW, params)] == ["high", "low"]
+
+
+def test_identical_text_collapses_to_the_newest_version() -> None:
+    scored = score(
+        [
+            cand("v1", 0.95, 40, dense=1, content="User prefers window seats.", version=1),
+            cand("v2", 0.90, 3, dense=2, content="user prefers window seats", version=2),
+        ],
+        NOW,
+        NEUTRAL,
+    )
+    out = dedupe(scored)
     assert [m.id for m in out] == ["v2"]
     assert out[0].duplicates == ("v1",)
+    assert out[0].final_score == max(m.final_score for m in scored)
 
 
-def test_top_k_cut_and_ranks_are_one_based() -> None:
-    hits = [hit(str(i), 0.7 + i / 100, 1) for i in range(10)]
-    out = rank(hits, NOW, RecallParams(top_k=3))
-    assert [m.id for m in out] == ["9", "8", "7"]
-    assert [m.rank for m in out] == [1, 2, 3]
+def test_near_identical_vectors_collapse_but_distinct_ones_do_not() -> None:
+    a, b, c = np.array([1.0, 0.0]), np.array([0.999, 0.0447]), np.array([0.0, 1.0])
+    scored = score(
+        [
+            cand("a", 0.9, 5, dense=1, content="x"),
+            cand("b", 0.89, 1, dense=2, content="y"),
+            cand("c", 0.88, 1, dense=3, content="z"),
+        ],
+        NOW,
+        NEUTRAL,
+    )
+    out = dedupe(scored, {"a": a, "b": b / np.linalg.norm(b), "c": c})
+    assert [m.id for m in out] == ["b", "c"]  # b is the newer of the a/b pair
 
 
-def test_chronological_order_keeps_the_relevant_set() -> None:
-    hits = [hit("a", 0.9, 10), hit("b", 0.8, 30), hit("c", 0.7, 1), hit("d", 0.66, 50)]
-    out = rank(hits, NOW, RecallParams(top_k=3, order="chronological", time_share=0.0))
-    assert [m.id for m in out] == ["b", "a", "c"]
+def test_top_k_cut_ranks_and_chronological_order() -> None:
+    scored = score([cand(str(i), 0.9, 6 - i / 2, dense=i + 1) for i in range(6)], NOW, NEUTRAL)
+    best = order(scored, RecallParams(top_k=3))
+    assert [m.id for m in best] == ["0", "1", "2"]
+    assert [m.rank for m in best] == [1, 2, 3]
+    chrono = order(scored, RecallParams(top_k=3, order="chronological"))
+    assert [m.id for m in chrono] == ["0", "1", "2"]  # oldest first among the best three
+    assert [m.rank for m in chrono] == [1, 2, 3]

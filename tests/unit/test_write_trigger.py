@@ -62,3 +62,16 @@ def test_compress_collapses_whitespace_and_cuts() -> None:
     long = compress("x" * 500, max_chars=10)
     assert len(long) == 10
     assert long.endswith("…")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I now work at a bakery in Porto.",
+        "I switched jobs; I now work at a bakery in Porto.",
+        "Please never book me on Ryanair again.",
+    ],
+)
+def test_statements_a_newcomer_saw_skipped_are_kept(text: str) -> None:
+    # found by a newcomer test: these were scored as chatter and only kept in working memory
+    assert decide(text, "user").keep

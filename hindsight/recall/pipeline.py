@@ -1,0 +1,153 @@
+"""The recall pipeline (DESIGN.md section 5), wiring the pure steps to the store and the models.
+
+1. parse the query (entities, intent, time expression in the caller's zone) while the query is
+   embedded (both in worker threads);
+2. two candidate lists with every filter pushed down into the engine: dense (cosine, ``query:``
+   prefix) and lexical (BM25 sparse vectors in the same engine);
+3. one ``retrieve`` of every candidate's vector: cosine for lexical-only hits (for the floor) and
+   vectors for near-duplicate dedupe;
+4. optional rerank of the best ``rerank_top_n`` fused candidates (the reranker contract);
+5. scoring, floor, dedupe, order (:mod:`hindsight.recall.rank`), token budget
+   (:mod:`hindsight.recall.budget`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hindsight.recall import budget, rank
+from hindsight.recall.query import ParsedQuery, parse
+from hindsight.recall.rank import Candidate, RecalledMemory, RecallParams
+
+if TYPE_CHECKING:
+    from hindsight.inference.embedder import Embedder
+    from hindsight.inference.reranker import Reranker
+    from hindsight.lexical import LexicalEncoder
+    from hindsight.stores.vector import MemoryFilter, ScoredRecord, VectorStore
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """Memories (best first, or chronological), what the query meant, tokens and timings."""
+
+    memories: list[RecalledMemory]
+    parsed: ParsedQuery
+    tokens: int
+    truncated: bool
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[str, Candidate]:
+    found: dict[str, Candidate] = {}
+    for i, hit in enumerate(dense, start=1):
+        found[hit.id] = Candidate(hit.id, hit.payload, hit.score, dense_rank=i)
+    for i, hit in enumerate(lexical, start=1):
+        prior = found.get(hit.id)
+        if prior is None:
+            found[hit.id] = Candidate(
+                hit.id, hit.payload, cosine=-1.0, lexical_rank=i, lexical_score=hit.score
+            )
+        else:
+            found[hit.id] = replace(prior, lexical_rank=i, lexical_score=hit.score)
+    return found
+
+
+def _with_vectors(found: dict[str, Candidate], store: VectorStore, query: np.ndarray) -> dict[str, Candidate]:
+    records = store.retrieve(list(found), with_vectors=True)
+    out = dict(found)
+    for rec in records:
+        if rec.vector is None:
+            continue
+        c = out[rec.id]
+        cosine = c.cosine if c.dense_rank is not None else float(np.dot(rec.vector, query))
+        out[rec.id] = replace(c, cosine=cosine, vector=rec.vector)
+    return out
+
+
+def _rerank(found: dict[str, Candidate], query: str, reranker: Reranker, top_n: int) -> dict[str, Candidate]:
+    fused = rank.fuse(
+        [c.id for c in sorted(found.values(), key=lambda c: c.dense_rank or 10**9) if c.dense_rank],
+        [c.id for c in sorted(found.values(), key=lambda c: c.lexical_rank or 10**9) if c.lexical_rank],
+    )[:top_n]
+    ids = [item for item, _ in fused]
+    scores = reranker.score(query, [budget.payload_text(found[i].payload) for i in ids])
+    order = sorted(range(len(ids)), key=lambda j: -float(scores[j]))
+    out = dict(found)
+    for position, j in enumerate(order, start=1):
+        out[ids[j]] = replace(out[ids[j]], rerank_rank=position, rerank_score=float(scores[j]))
+    return out
+
+
+async def recall(
+    query: str,
+    flt: MemoryFilter,
+    *,
+    store: VectorStore,
+    embedder: Embedder,
+    lexical: LexicalEncoder | None = None,
+    reranker: Reranker | None = None,
+    params: RecallParams | None = None,
+    reference_time: datetime | None = None,
+    time_zone: str | None = None,
+    counter: budget.TokenCounter = budget.count_tokens,
+) -> RecallResult:
+    """Run the pipeline for ``query`` under ``flt`` (every filter is pushed into the store).
+
+    Args:
+        query: natural-language query.
+        flt: tenant/user/scope/type/status/tag/time filter; ``tenant_id`` is always set.
+        lexical: BM25 encoder; ``None`` searches dense only.
+        reranker: used when ``params.rerank`` is set.
+        params: ranking knobs (defaults: :class:`RecallParams`).
+        reference_time: tz-aware "now" for time expressions and time weighting; default UTC now.
+        time_zone: the caller's IANA zone for time expressions ("yesterday" in Asia/Shanghai).
+
+    Raises:
+        ValueError: naive ``reference_time`` or unknown ``time_zone``.
+        StoreUnavailableError / ModelUnavailableError: the store or a model failed.
+    """
+    params = params or RecallParams()
+    started = time.perf_counter()
+    ref = reference_time or datetime.now(UTC)
+    parsed_task = asyncio.to_thread(parse, query, ref, time_zone)
+    vector_task = asyncio.to_thread(embedder.embed_queries, [query])
+    parsed, vectors = await asyncio.gather(parsed_task, vector_task)
+    vector = vectors[0]
+    t_embed = time.perf_counter()
+    dense = await asyncio.to_thread(store.search, vector, flt, params.candidates)
+    sparse = lexical.query(query) if lexical is not None else None
+    lexical_hits = (
+        await asyncio.to_thread(store.search_sparse, sparse, flt, params.candidates) if sparse else []
+    )
+    found = await asyncio.to_thread(_with_vectors, _candidates(dense, lexical_hits), store, vector)
+    t_search = time.perf_counter()
+    if params.rerank and reranker is not None and found:
+        found = await asyncio.to_thread(_rerank, found, query, reranker, params.rerank_top_n)
+    t_rerank = time.perf_counter()
+    window = None if parsed.window is None else (parsed.window.start, parsed.window.end)
+    scored = rank.score(
+        list(found.values()),
+        ref,
+        params,
+        wants_recent=parsed.wants_recent,
+        window=window,
+        entities=parsed.entities,
+    )
+    vectors_by_id = {c.id: c.vector for c in found.values() if c.vector is not None}
+    ordered = rank.order(rank.dedupe(scored, vectors_by_id), params)
+    kept, tokens, truncated = budget.fit(ordered, params.token_budget, counter)
+    done = time.perf_counter()
+    timings = {
+        "embed_and_parse": (t_embed - started) * 1000,
+        "search": (t_search - t_embed) * 1000,
+        "rerank": (t_rerank - t_search) * 1000,
+        "rank": (done - t_rerank) * 1000,
+        "total": (done - started) * 1000,
+    }
+    return RecallResult(kept, parsed, tokens, truncated, timings)

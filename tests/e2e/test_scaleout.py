@@ -1,0 +1,124 @@
+"""Scale-out with real processes on a 6-partition topic: 3 write-trigger processes in one group.
+
+The write-trigger keeps its state in the shared (real) Redis, so it scales by processes; the guard
+is stateless (2 processes). The embed stage runs as ONE process because the embedded vector store
+(qdrant-edge) allows one process per data directory (production scales it against a Qdrant server).
+A trigger process leaves (SIGTERM) and another joins while events flow: every event becomes exactly
+one memory, each user's events are processed in order, and no graceful rebalance makes a process
+handle a record twice. ``HINDSIGHT_TEST_PRIVATE_KAFKA_BOOTSTRAP`` points the module at a broker you
+started yourself (its pipeline topics are deleted!).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hindsight.brokers import KafkaServer, delete_topics, describe_group, ensure_topics, wait_for_zero_lag
+from hindsight.runtime import GRACEFUL_TIMEOUT_S
+from schemas import Topic
+from services.cli.chaos import (
+    Pipeline,
+    ServiceProcess,
+    make_workload,
+    memories_of,
+    publish,
+    read_candidates,
+    read_dead_letters,
+    stop_all,
+    verify,
+)
+from tests.fixtures.kafka import _fetch_kafka_jars
+
+pytestmark = pytest.mark.e2e
+
+PIPELINE_TOPICS = [str(t) for t in Topic]
+
+
+@pytest.fixture(scope="module")
+def private_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Kafka broker for this module only."""
+    existing = os.environ.get("HINDSIGHT_TEST_PRIVATE_KAFKA_BOOTSTRAP")
+    if existing:
+        yield existing
+        return
+    _fetch_kafka_jars()
+    with KafkaServer(tmp_path_factory.mktemp("scaleout-kafka"), num_partitions=6) as broker:
+        yield broker.bootstrap
+
+
+async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.2)
+
+
+def shape(pipe: Pipeline, group: str, want: list[int]) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        state = await describe_group(pipe.bootstrap, pipe.group(group))
+        return state.stable and sorted(len(p) for p in state.members.values()) == want
+
+    return check
+
+
+async def caught_up(pipe: Pipeline) -> None:
+    for _ in range(2):
+        await wait_for_zero_lag(pipe.bootstrap, pipe.groups(), timeout_s=180)
+
+
+@pytest.mark.timeout(400)
+async def test_three_trigger_processes_share_six_partitions_and_rebalance_without_loss_or_duplicates(
+    private_kafka: str, redis_url: str, tmp_path: Path
+) -> None:
+    await delete_topics(private_kafka, PIPELINE_TOPICS)
+    await ensure_topics(private_kafka, dict.fromkeys(PIPELINE_TOPICS, 6))
+    pipe = Pipeline(private_kafka, redis_url, tmp_path, f"scale-{uuid.uuid4().hex[:8]}", True)
+    work = make_workload(uuid.uuid4().hex[:6], 240, 0, 24, seed=11)
+    procs: list[ServiceProcess] = [
+        pipe.guard(0),
+        pipe.guard(1),
+        pipe.trigger(0),
+        pipe.trigger(1),
+        pipe.trigger(2),
+    ]
+    procs.append(pipe.embed())
+    try:
+        for proc in procs:
+            proc.start()
+        await wait_until(shape(pipe, "ingest-trigger", [2, 2, 2]), 90, "3 triggers with 2 partitions each")
+        await wait_until(shape(pipe, "guard", [3, 3]), 30, "2 guards with 3 partitions each")
+        flowing = asyncio.create_task(publish(pipe.bootstrap, work, rate=8, idempotent=True))
+        await asyncio.sleep(3)
+        code, seconds = procs[2].terminate(timeout_s=GRACEFUL_TIMEOUT_S + 15)  # a trigger leaves mid-stream
+        assert code == 0
+        assert seconds < GRACEFUL_TIMEOUT_S + 10
+        await wait_until(shape(pipe, "ingest-trigger", [3, 3]), 60, "2 triggers with 3 partitions each")
+        joined = pipe.trigger(3)  # another joins mid-stream
+        procs.append(joined.start())
+        await wait_until(shape(pipe, "ingest-trigger", [2, 2, 2]), 60, "3 triggers again")
+        assert not flowing.done(), "the rebalances should happen while events flow"
+        await flowing
+        await caught_up(pipe)
+    finally:
+        stop_all(procs, timeout_s=30)
+
+    candidates = await read_candidates(pipe.bootstrap)
+    verdict = verify(
+        work,
+        await asyncio.to_thread(memories_of, pipe.settings(), work.tenant),
+        await read_dead_letters(pipe.bootstrap),
+        candidates,
+    )
+    assert verdict.ok, verdict.examples
+    assert verdict.memories + verdict.merged == len(work.events)
+    per_candidate = Counter(c.memory_id for c in candidates)
+    assert max(per_candidate.values()) == 1, "a graceful leave or join made a trigger process a record twice"

@@ -1,0 +1,124 @@
+"""Dead-letter tooling on the running pipeline: list, show, replay after a fix, exactly once.
+
+Uses the session's embedded pipeline (``stack``: every consumer in-process on the session's real
+Kafka, real Redis and chDB) and the ``hindsight dlq`` commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from typer.testing import CliRunner
+
+from hindsight.records import from_payload
+from hindsight.stores.vector import MemoryFilter
+from schemas import InteractionEvent, Topic, partition_key
+from services.cli import dlq
+from services.cli.embedded import Stack
+from services.cli.main import app
+
+pytestmark = pytest.mark.integration
+
+TENANT = "tenant-a"
+
+
+def valid_event(user: str) -> InteractionEvent:
+    return InteractionEvent(
+        event_id=f"dlq-{user}",
+        tenant_id=TENANT,
+        user_id=user,
+        agent_id="agent-1",
+        session_id="s-dlq",
+        occurred_at=datetime(2026, 11, 1, 9, 0, tzinfo=UTC),
+        source="user",
+        content="I booked the ferry to Hydra for the second week of June.",
+        turn_index=0,
+    )
+
+
+async def publish_raw(stack: Stack, key: bytes, value: bytes) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=stack.bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(str(Topic.INTERACTIONS), value, key=key)
+    finally:
+        await producer.stop()
+    await stack.wait_caught_up(timeout_s=180)
+
+
+def turn_memories(stack: Stack, user: str) -> list[str]:
+    records, _ = stack.resources.vector_store().scroll(
+        MemoryFilter(tenant_id=TENANT, user_id=user, statuses=None), 100
+    )
+    return [from_payload(r.payload).content for r in records]
+
+
+async def cli(*args: str) -> str:
+    """Run ``hindsight <args>`` (in a thread: the command runs its own event loop)."""
+    result = await asyncio.to_thread(CliRunner().invoke, app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+async def test_replaying_a_fixed_dead_letter_yields_the_memory_exactly_once(
+    stack: Stack, tmp_path: Path
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    good = valid_event(user)
+    broken = json.loads(good.model_dump_json())
+    broken["occurred_at"] = "2026-11-01T09:00:00"  # no time zone: schema-invalid
+    key = partition_key(TENANT, user)
+    await publish_raw(stack, key, json.dumps(broken).encode())
+    assert turn_memories(stack, user) == []
+
+    listed = [
+        json.loads(line) for line in (await cli("dlq", "list", "--bootstrap", stack.bootstrap)).splitlines()
+    ]
+    mine = [entry for entry in listed if entry["key"] == key.decode()]
+    assert len(mine) == 1
+    entry = mine[0]
+    assert entry["stage"] == "guard"
+    assert entry["source"].startswith(f"{Topic.INTERACTIONS}/")
+    assert "occurred_at" in entry["reason"]
+    shown = json.loads(await cli("dlq", "show", entry["id"], "--bootstrap", stack.bootstrap))
+    assert shown["original"] == broken
+
+    still_broken = tmp_path / "still-broken.json"
+    still_broken.write_text(json.dumps(broken))
+    result = await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        ["dlq", "replay", entry["id"], "--fixed", str(still_broken), "--bootstrap", stack.bootstrap],
+    )
+    assert result.exit_code != 0
+    assert "occurred_at" in result.output, "an invalid fix is refused before it is published"
+
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(good.model_dump_json())
+    for _ in range(2):  # replaying twice yields the memory once
+        out = await cli("dlq", "replay", entry["id"], "--fixed", str(fixed), "--bootstrap", stack.bootstrap)
+        assert json.loads(out)["to"].startswith(f"{Topic.INTERACTIONS}/")
+        await stack.wait_caught_up(timeout_s=180)
+    assert turn_memories(stack, user) == [good.content]
+
+
+async def test_replaying_an_unfixed_dead_letter_dead_letters_it_again_and_stores_nothing(
+    stack: Stack,
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    key = partition_key(TENANT, user)
+    await publish_raw(stack, key, b'{"event_id": "cut off')
+    (entry,) = [e for e in await dlq.load(stack.bootstrap, stage="guard") if e.letter.key == key.decode()]
+    (replayed,) = await dlq.replay(stack.bootstrap, [entry], idempotent=False)
+    await stack.wait_caught_up(timeout_s=180)
+    again = [e for e in await dlq.load(stack.bootstrap, stage="guard") if e.letter.key == key.decode()]
+    assert len(again) == 2, "the replayed record is a new record (new offset), dead-lettered again"
+    assert {e.original for e in again} == {entry.original}
+    assert replayed["to"].endswith(f"@{max(e.letter.offset for e in again)}")
+    assert turn_memories(stack, user) == []

@@ -1,0 +1,280 @@
+"""Inference backends: settings, selection, batching arithmetic, error mapping, streaming retries,
+the stand-in LLM, and the OpenAI-compatible client's wire format (httpx mock transport)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_none
+from tritonclient.utils import InferenceServerException
+
+from hindsight.errors import ConfigurationError, ModelUnavailableError
+from hindsight.inference.embedder import build_embedder
+from hindsight.inference.llm import SamplingParams, StandinLLM, build_llm, standin_pieces
+from hindsight.inference.llm_openai import OpenAILLM
+from hindsight.inference.llm_triton import TritonLLM
+from hindsight.inference.reranker import EmbeddingCosineReranker
+from hindsight.inference.streaming import retry_until_first
+from hindsight.inference.triton_client import (
+    ModelInfo,
+    TritonModel,
+    TritonTarget,
+    batch_limit,
+    bytes_column,
+    chunks,
+)
+from hindsight.inference.triton_embedder import TritonEmbedder
+from hindsight.settings import AllSettings, EmbedderSettings, LLMSettings, RerankerSettings
+
+pytestmark = pytest.mark.unit
+
+
+def test_triton_address_defaults_to_the_protocol_port() -> None:
+    assert EmbedderSettings(triton_protocol="grpc").triton_address() == "127.0.0.1:8001"
+    assert EmbedderSettings(triton_protocol="http").triton_address() == "127.0.0.1:8000"
+    assert EmbedderSettings(triton_url="http://triton:8000/").triton_address() == "triton:8000"
+
+
+def test_settings_read_their_own_env_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_EMBEDDER_BACKEND", "triton")
+    monkeypatch.setenv("HINDSIGHT_RERANKER_ENABLED", "true")
+    monkeypatch.setenv("HINDSIGHT_LLM_BACKEND", "openai")
+    monkeypatch.setenv("HINDSIGHT_LLM_TRITON_PROTOCOL", "http")
+    cfg = AllSettings()
+    assert cfg.embedder.backend == "triton"
+    assert cfg.reranker.enabled is True
+    assert cfg.llm.backend == "openai"
+    assert cfg.llm.triton_protocol == "http"
+    assert cfg.embedder.triton_protocol == "grpc"
+
+
+def test_triton_backend_is_built_without_contacting_the_server() -> None:
+    embedder = build_embedder(EmbedderSettings(backend="triton", triton_url="127.0.0.1:1", dim=384))
+    assert isinstance(embedder, TritonEmbedder)
+    assert embedder.dim == 384
+    assert embedder.name == "multilingual-e5-small-q4"
+    assert embedder.embed_passages([]).shape == (0, 384)  # no request for nothing
+
+
+def test_llm_backends_are_selected_by_settings() -> None:
+    assert isinstance(build_llm(LLMSettings()), StandinLLM)
+    assert isinstance(build_llm(LLMSettings(backend="triton")), TritonLLM)
+    assert isinstance(build_llm(LLMSettings(backend="openai", model="qwen2.5:7b")), OpenAILLM)
+
+
+def test_chunks_cover_the_input_in_pieces_of_at_most_size() -> None:
+    assert chunks(70, 64) == [(0, 64), (64, 70)]
+    assert chunks(0, 8) == []
+    assert chunks(3, 0) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_batch_limit_is_capped_by_the_model_max_batch_size() -> None:
+    assert batch_limit(1000, ModelInfo(64, {}, {})) == 64
+    assert batch_limit(8, ModelInfo(64, {}, {})) == 8
+    assert batch_limit(8, ModelInfo(0, {}, {})) == 8  # a model that does not batch takes one request
+
+
+def test_bytes_column_is_one_utf8_row_per_text() -> None:
+    col = bytes_column(["a", "é"])
+    assert col.shape == (2, 1)
+    assert col[1, 0] == "é".encode()
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "retryable"),
+    [
+        ("StatusCode.UNAVAILABLE", "failed to connect to all addresses", True),
+        ("StatusCode.DEADLINE_EXCEEDED", "Deadline Exceeded", True),
+        ("503", "server not ready", True),
+        ("400", "Request for unknown model: 'embedder' has no available versions", True),
+        ("StatusCode.INVALID_ARGUMENT", "unexpected inference input 'texts'", False),
+        ("400", "unexpected shape for input 'text'", False),
+    ],
+)
+def test_triton_errors_map_to_retryable_or_configuration(status: str, message: str, retryable: bool) -> None:
+    model = TritonModel(TritonTarget("127.0.0.1:8001", "grpc", "embedder"))
+    error = model.error_for("inference", InferenceServerException(message, status=status))
+    assert isinstance(error, ModelUnavailableError if retryable else ConfigurationError)
+    assert "'embedder'" in str(error)
+    assert "grpc://127.0.0.1:8001" in str(error)
+
+
+def test_transport_errors_are_retryable_and_say_what_to_check() -> None:
+    model = TritonModel(TritonTarget("10.0.0.9:8000", "http", "llm", env_prefix="HINDSIGHT_LLM_"))
+    error = model.error_for("stream", ConnectionRefusedError(111, "Connection refused"))
+    assert isinstance(error, ModelUnavailableError)
+    assert "HINDSIGHT_LLM_TRITON_URL" in str(error)
+    assert "http://10.0.0.9:8000" in str(error)
+
+
+def test_unknown_protocol_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="TRITON_PROTOCOL"):
+        TritonModel(TritonTarget("x:1", "tcp", "embedder"))  # type: ignore[arg-type]
+
+
+def _retrying(attempts: int) -> Retrying:
+    return Retrying(
+        retry=retry_if_exception_type(ModelUnavailableError),
+        stop=stop_after_attempt(attempts),
+        wait=wait_none(),
+        reraise=True,
+    )
+
+
+def test_stream_is_retried_until_the_first_piece_arrives() -> None:
+    opened: list[int] = []
+
+    def open_stream() -> Iterator[str]:
+        opened.append(1)
+        if len(opened) < 3:
+            raise ModelUnavailableError("down")
+        yield from ["a", "b"]
+
+    assert list(retry_until_first(open_stream, _retrying(5))) == ["a", "b"]
+    assert len(opened) == 3
+
+
+def test_stream_failing_after_the_first_piece_is_not_repeated() -> None:
+    opened: list[int] = []
+
+    def open_stream() -> Iterator[str]:
+        opened.append(1)
+        yield "a"
+        raise ModelUnavailableError("broke mid-stream")
+
+    got: list[str] = []
+    with pytest.raises(ModelUnavailableError, match="mid-stream"):
+        got.extend(retry_until_first(open_stream, _retrying(5)))
+    assert got == ["a"]
+    assert len(opened) == 1
+
+
+def test_stream_gives_up_after_bounded_attempts() -> None:
+    def open_stream() -> Iterator[str]:
+        raise ModelUnavailableError("down")
+        yield ""  # pragma: no cover - makes this a generator
+
+    with pytest.raises(ModelUnavailableError):
+        list(retry_until_first(open_stream, _retrying(3)))
+
+
+def test_standin_reply_is_deterministic_and_cut_by_max_tokens_and_stop() -> None:
+    pieces, finish = standin_pieces("one two three", 16)
+    assert "".join(pieces) == "[stand-in] 3 words; last: one two three"
+    assert finish == "stop"
+    pieces, finish = standin_pieces("one two three", 3)
+    assert pieces == ["[stand-in]", " 3", " words;"]
+    assert finish == "length"
+    pieces, finish = standin_pieces("one two three", 16, ("two",))
+    assert "".join(pieces) == "[stand-in] 3 words; last: one "
+    assert finish == "stop"
+    assert StandinLLM().complete("x", SamplingParams(max_tokens=2)) == "[stand-in] 1"
+
+
+def test_vllm_sampling_parameters_omit_an_empty_stop_list() -> None:
+    assert SamplingParams(max_tokens=5).as_vllm() == {"max_tokens": 5, "temperature": 0.0}
+    assert SamplingParams(stop=("\n",)).as_vllm()["stop"] == ["\n"]
+
+
+class _FixedEmbedder:
+    name = "fixed"
+    dim = 2
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        table = {"near": [1.0, 0.0], "far": [0.0, 1.0], "opposite": [-1.0, 0.0]}
+        return np.array([table[t] for t in texts], dtype=np.float32)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0]] * len(texts), dtype=np.float32)
+
+
+def test_standin_reranker_scores_are_query_passage_cosines() -> None:
+    reranker = EmbeddingCosineReranker(_FixedEmbedder())
+    scores = reranker.score("q", ["far", "near", "opposite"])
+    assert scores.dtype == np.float32
+    np.testing.assert_allclose(scores, [0.0, 1.0, -1.0])
+    assert reranker.score("q", []).shape == (0,)
+
+
+def test_reranker_settings_default_to_the_documented_standin() -> None:
+    settings = RerankerSettings()
+    assert settings.enabled is False
+    assert settings.model == "standin-e5-cosine"
+    assert 20 <= settings.top_n <= 50
+
+
+# -- OpenAI-compatible client over a mock transport -------------------------------------------------
+
+
+def _openai(handler: httpx.MockTransport, attempts: int = 3) -> OpenAILLM:
+    return OpenAILLM(
+        "http://llm.test/v1",
+        model="qwen",
+        api_key="k",
+        max_attempts=attempts,
+        client=httpx.Client(transport=handler),
+    )
+
+
+def _sse(*pieces: str) -> bytes:
+    chunks_ = [json.dumps({"choices": [{"delta": {"content": p}}]}) for p in pieces]
+    return "".join(f"data: {c}\n\n" for c in chunks_).encode() + b"data: [DONE]\n\n"
+
+
+def test_openai_stream_sends_chat_request_and_yields_deltas() -> None:
+    seen: list[dict[str, object]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert request.url == "http://llm.test/v1/chat/completions"
+        assert request.headers["Authorization"] == "Bearer k"
+        seen.append(json.loads(request.content))
+        return httpx.Response(
+            200, content=_sse("Hel", "lo", ""), headers={"content-type": "text/event-stream"}
+        )
+
+    llm = _openai(httpx.MockTransport(handle))
+    assert list(llm.stream("hi", SamplingParams(max_tokens=7, stop=("\n",)))) == ["Hel", "lo"]
+    assert seen[0] == {
+        "model": "qwen",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 7,
+        "temperature": 0.0,
+        "stream": True,
+        "stop": ["\n"],
+    }
+
+
+def test_openai_complete_retries_503_then_returns_the_message() -> None:
+    calls: list[int] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) == 1:
+            return httpx.Response(503, text="overloaded")
+        assert json.loads(request.content)["stream"] is False
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+
+    assert _openai(httpx.MockTransport(handle)).complete("hi") == "ok"
+    assert len(calls) == 2
+
+
+def test_openai_bad_key_is_a_configuration_error_naming_the_url() -> None:
+    llm = _openai(httpx.MockTransport(lambda _: httpx.Response(401, text="bad key")))
+    with pytest.raises(ConfigurationError, match=r"llm\.test/v1/chat/completions.*401"):
+        list(llm.stream("hi"))
+
+
+def test_openai_unreachable_server_is_retryable_after_bounded_attempts() -> None:
+    calls: list[int] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        raise httpx.ConnectError("refused", request=request)
+
+    with pytest.raises(ModelUnavailableError, match="HINDSIGHT_LLM_OPENAI_BASE_URL"):
+        _openai(httpx.MockTransport(handle), attempts=2).complete("hi")
+    assert len(calls) == 2
