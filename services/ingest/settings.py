@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import json
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class IngestSettings(BaseSettings):
@@ -15,6 +18,18 @@ class IngestSettings(BaseSettings):
     working_capacity: int = Field(8, ge=1, description="Working memory items per session (DESIGN.md s2).")
     working_lambda: float = Field(0.1, ge=0.0, description="Working memory decay per turn (DESIGN.md s2).")
     dedupe_cosine: float = Field(0.95, ge=0.0, le=1.0, description="Near-duplicate threshold (DESIGN.md s4).")
-    stages: tuple[str, ...] = Field(
-        ("trigger", "embed"), description="Stages this process runs: 'trigger', 'embed' or both."
+    stages: Annotated[tuple[Literal["trigger", "embed"], ...], NoDecode] = Field(
+        ("trigger", "embed"),
+        description="Stages this process runs: 'trigger', 'embed' or both ('trigger,embed').",
     )
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _split_stages(cls, value: object) -> object:
+        """Accept ``trigger``, ``trigger,embed`` or JSON ``["trigger"]`` (env) as well as a sequence."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return tuple(json.loads(text))
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+        return value
