@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -79,6 +80,19 @@ def test_http_and_grpc_give_same_results(triton_server: TritonServer) -> None:
     assert grpc[2] == http[2]
 
 
+def _settled_statistics(embedder: TritonEmbedder, before: dict[str, Any], inferences: int) -> dict[str, Any]:
+    """The model's statistics once ``inferences`` more are recorded (the server records a request just
+    after answering it), polled for at most 5 s; the caller asserts on what it gets."""
+    deadline = time.monotonic() + 5.0
+    after = embedder.model.statistics()
+    while int(after["inference_count"]) - int(before["inference_count"]) < inferences:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        after = embedder.model.statistics()
+    return after
+
+
 def test_client_splits_requests_at_the_model_max_batch_size(triton_server: TritonServer) -> None:
     embedder = TritonEmbedder(target(triton_server, "grpc", "embedder"), name="e5", dim=384, batch_size=1000)
     texts = [f"memory number {i}" for i in range(70)]
@@ -86,7 +100,7 @@ def test_client_splits_requests_at_the_model_max_batch_size(triton_server: Trito
         assert embedder.model.info().max_batch_size == 64
         before = embedder.model.statistics()
         vectors = embedder.embed_passages(texts)
-        after = embedder.model.statistics()
+        after = _settled_statistics(embedder, before, 70)
     finally:
         embedder.close()
     assert vectors.shape == (70, 384)
@@ -111,7 +125,7 @@ def test_dynamic_batching_merges_concurrent_requests(triton_server: TritonServer
         before = embedder.model.statistics()
         with ThreadPoolExecutor(max_workers=n) as pool:
             vectors = list(pool.map(one, range(n), timeout=120))
-        after = embedder.model.statistics()
+        after = _settled_statistics(embedder, before, n)
     finally:
         embedder.close()
     inferences = int(after["inference_count"]) - int(before["inference_count"])
