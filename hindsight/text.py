@@ -218,3 +218,9 @@ def compress(content: str, max_chars: int = 280) -> str:
     as a memory (DESIGN.md section 2): whitespace collapsed and cut at ``max_chars`` characters."""
     text = " ".join(content.split())
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def speaker_text(speaker: str | None, content: str) -> str:
+    """``"speaker: content"`` when the speaker is known, else ``content``: the text a memory is embedded
+    and indexed as, and what a caller puts in its prompt (token budget)."""
+    return f"{speaker}: {content}" if speaker else content

@@ -13,7 +13,6 @@ from hindsight.recall.rank import (
     Candidate,
     RecalledMemory,
     RecallParams,
-    rank,
 )
 
 __all__ = [
@@ -24,6 +23,5 @@ __all__ = [
     "RecallParams",
     "RecallResult",
     "RecalledMemory",
-    "rank",
     "recall",
 ]

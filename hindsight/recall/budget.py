@@ -12,6 +12,8 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from hindsight.text import speaker_text
+
 if TYPE_CHECKING:
     from hindsight.recall.rank import RecalledMemory
 
@@ -34,8 +36,7 @@ def count_tokens(text: str) -> int:
 def payload_text(payload: Mapping[str, Any]) -> str:
     """What the caller puts in its prompt for a memory: ``speaker: content`` when there is a speaker."""
     speaker = payload.get("speaker")
-    content = str(payload.get("content", ""))
-    return f"{speaker}: {content}" if speaker else content
+    return speaker_text(str(speaker) if speaker else None, str(payload.get("content", "")))
 
 
 def memory_text(memory: RecalledMemory) -> str:

@@ -249,10 +249,3 @@ def order(memories: Sequence[RecalledMemory], params: RecallParams) -> list[Reca
     if params.order == "chronological":
         best.sort(key=lambda m: (float(m.payload.get("created_ts", 0)), m.id))
     return [replace(m, rank=i + 1) for i, m in enumerate(best)]
-
-
-def rank(hits: Sequence[Any], reference_time: datetime, params: RecallParams) -> list[RecalledMemory]:
-    """Dense-only ranking of vector-search hits (``id``, ``score`` = cosine, ``payload``): a convenience
-    for callers without a lexical list; same scoring, dedupe and order as the full pipeline. Pure."""
-    candidates = [Candidate(h.id, h.payload, h.score, dense_rank=i + 1) for i, h in enumerate(hits)]
-    return order(dedupe(score(candidates, reference_time, params)), params)

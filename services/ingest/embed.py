@@ -27,6 +27,7 @@ import numpy as np
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.records import from_payload, to_payload
 from hindsight.stores.vector import MemoryFilter, VectorRecord
+from hindsight.text import speaker_text
 from schemas import Memory, MemoryCandidate, MemoryStoredEvent, Topic, partition_key
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 def embed_text(candidate: MemoryCandidate | Memory) -> str:
     """Text that is embedded: ``"speaker: content"`` when the speaker is known."""
-    return f"{candidate.speaker}: {candidate.content}" if candidate.speaker else candidate.content
+    return speaker_text(candidate.speaker, candidate.content)
 
 
 def memory_from_candidate(c: MemoryCandidate, *, stored_at: datetime, model: str) -> Memory:

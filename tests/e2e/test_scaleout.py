@@ -12,16 +12,15 @@ started yourself (its pipeline topics are deleted!).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from hindsight.brokers import KafkaServer, delete_topics, describe_group, ensure_topics, wait_for_zero_lag
+from hindsight.brokers import delete_topics, describe_group, ensure_topics, wait_for_zero_lag
 from hindsight.runtime import GRACEFUL_TIMEOUT_S
 from schemas import Topic
 from services.cli.chaos import (
@@ -35,23 +34,10 @@ from services.cli.chaos import (
     stop_all,
     verify,
 )
-from tests.fixtures.kafka import _fetch_kafka_jars
 
 pytestmark = pytest.mark.e2e
 
 PIPELINE_TOPICS = [str(t) for t in Topic]
-
-
-@pytest.fixture(scope="module")
-def private_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Kafka broker for this module only."""
-    existing = os.environ.get("HINDSIGHT_TEST_PRIVATE_KAFKA_BOOTSTRAP")
-    if existing:
-        yield existing
-        return
-    _fetch_kafka_jars()
-    with KafkaServer(tmp_path_factory.mktemp("scaleout-kafka"), num_partitions=6) as broker:
-        yield broker.bootstrap
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import time
 import uuid
 from collections import Counter
@@ -24,7 +23,6 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from faststream.kafka import KafkaBroker
 
 from hindsight.brokers import (
-    KafkaServer,
     committed_offsets,
     delete_topics,
     describe_group,
@@ -51,23 +49,10 @@ from services.cli.chaos import (
     stop_all,
     verify,
 )
-from tests.fixtures.kafka import _fetch_kafka_jars
 
 pytestmark = pytest.mark.integration
 
 PIPELINE_TOPICS = [str(t) for t in Topic]
-
-
-@pytest.fixture(scope="module")
-def private_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Kafka broker for this module only (topics are deleted between tests)."""
-    existing = os.environ.get("HINDSIGHT_TEST_PRIVATE_KAFKA_BOOTSTRAP")
-    if existing:
-        yield existing
-        return
-    _fetch_kafka_jars()
-    with KafkaServer(tmp_path_factory.mktemp("faults-kafka"), num_partitions=6) as broker:
-        yield broker.bootstrap
 
 
 @pytest.fixture
