@@ -49,6 +49,10 @@ def fit(
 ) -> tuple[list[RecalledMemory], int, bool]:
     """Keep memories in order until the next one would exceed ``budget`` tokens. Pure given ``counter``.
 
+    With the default counter a memory's ``text_tokens`` payload field (counted with the same
+    tokenizer when it was written, :func:`hindsight.records.to_payload`) is used instead of counting
+    again; older payloads without it are counted here.
+
     Returns:
         ``(kept, tokens, truncated)``: the kept memories (each with its ``tokens``), their total, and
         whether any memory was cut. A first memory larger than the whole budget is cut too.
@@ -56,7 +60,9 @@ def fit(
     kept: list[RecalledMemory] = []
     total = 0
     for memory in memories:
-        tokens = counter(memory_text(memory))
+        stored = memory.payload.get("text_tokens")
+        use_stored = counter is count_tokens and isinstance(stored, int) and not isinstance(stored, bool)
+        tokens = int(stored) if use_stored else counter(memory_text(memory))
         if total + tokens > budget:
             return kept, total, True
         kept.append(replace(memory, tokens=tokens))

@@ -1,11 +1,12 @@
 """The recall pipeline (DESIGN.md section 5), wiring the pure steps to the store and the models.
 
 1. parse the query (entities, intent, time expression in the caller's zone) while the query is
-   embedded (both in worker threads);
+   embedded (worker threads; running the lexical search during the embedding as well measured
+   slower on two cores: the searches compete with the embedder's threads);
 2. two candidate lists with every filter pushed down into the engine: dense (cosine, ``query:``
-   prefix) and lexical (BM25 sparse vectors in the same engine);
-3. one ``retrieve`` of every candidate's vector: cosine for lexical-only hits (for the floor) and
-   vectors for near-duplicate dedupe;
+   prefix, vectors returned with the hits) and lexical (BM25 sparse vectors in the same engine);
+3. every candidate's vector: dense hits carry theirs, lexical-only hits get theirs by one
+   payload-free lookup (their cosine, for the floor; vectors for near-duplicate dedupe);
 4. optional rerank of the best ``rerank_top_n`` fused candidates (the reranker contract);
 5. scoring, floor, dedupe, order (:mod:`hindsight.recall.rank`), token budget
    (:mod:`hindsight.recall.budget`).
@@ -46,7 +47,7 @@ class RecallResult:
 def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[str, Candidate]:
     found: dict[str, Candidate] = {}
     for i, hit in enumerate(dense, start=1):
-        found[hit.id] = Candidate(hit.id, hit.payload, hit.score, dense_rank=i)
+        found[hit.id] = Candidate(hit.id, hit.payload, hit.score, vector=hit.vector, dense_rank=i)
     for i, hit in enumerate(lexical, start=1):
         prior = found.get(hit.id)
         if prior is None:
@@ -59,14 +60,16 @@ def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[
 
 
 def _with_vectors(found: dict[str, Candidate], store: VectorStore, query: np.ndarray) -> dict[str, Candidate]:
-    records = store.retrieve(list(found), with_vectors=True)
+    """Fill the vector (and so the cosine, for the floor) of lexical-only hits; dense hits carry theirs."""
+    missing = [c.id for c in found.values() if c.vector is None]
+    if not missing:
+        return found
+    vectors = store.dense_vectors(missing)
     out = dict(found)
-    for rec in records:
-        if rec.vector is None:
-            continue
-        c = out[rec.id]
-        cosine = c.cosine if c.dense_rank is not None else float(np.dot(rec.vector, query))
-        out[rec.id] = replace(c, cosine=cosine, vector=rec.vector)
+    for item, vec in vectors.items():
+        c = out[item]
+        cosine = c.cosine if c.dense_rank is not None else float(np.dot(vec, query))
+        out[item] = replace(c, cosine=cosine, vector=vec)
     return out
 
 
@@ -82,6 +85,13 @@ def _rerank(found: dict[str, Candidate], query: str, reranker: Reranker, top_n: 
     for position, j in enumerate(order, start=1):
         out[ids[j]] = replace(out[ids[j]], rerank_rank=position, rerank_score=float(scores[j]))
     return out
+
+
+def _lexical_hits(
+    query: str, flt: MemoryFilter, store: VectorStore, lexical: LexicalEncoder | None, limit: int
+) -> list[ScoredRecord]:
+    sparse = lexical.query(query) if lexical is not None else None
+    return store.search_sparse(sparse, flt, limit) if sparse else []
 
 
 async def recall(
@@ -115,16 +125,15 @@ async def recall(
     params = params or RecallParams()
     started = time.perf_counter()
     ref = reference_time or datetime.now(UTC)
+    # the lexical list needs no vector: it runs while the query is embedded (the embedder's
+    # native code releases the GIL)
     parsed_task = asyncio.to_thread(parse, query, ref, time_zone)
     vector_task = asyncio.to_thread(embedder.embed_queries, [query])
     parsed, vectors = await asyncio.gather(parsed_task, vector_task)
     vector = vectors[0]
     t_embed = time.perf_counter()
-    dense = await asyncio.to_thread(store.search, vector, flt, params.candidates)
-    sparse = lexical.query(query) if lexical is not None else None
-    lexical_hits = (
-        await asyncio.to_thread(store.search_sparse, sparse, flt, params.candidates) if sparse else []
-    )
+    dense = await asyncio.to_thread(store.search, vector, flt, params.candidates, with_vectors=True)
+    lexical_hits = _lexical_hits(query, flt, store, lexical, params.candidates)
     found = await asyncio.to_thread(_with_vectors, _candidates(dense, lexical_hits), store, vector)
     t_search = time.perf_counter()
     if params.rerank and reranker is not None and found:

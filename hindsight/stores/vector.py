@@ -281,11 +281,13 @@ class VectorRecord:
 
 @dataclass(frozen=True)
 class ScoredRecord:
-    """A search hit: ``id`` (canonical UUID string), ``score`` (cosine similarity in [-1, 1]), ``payload``."""
+    """A search hit: ``id`` (canonical UUID string), ``score`` (cosine similarity in [-1, 1]), ``payload``,
+    and the dense ``vector`` ``(d,)`` float32 when the search asked for it (else ``None``)."""
 
     id: str
     score: float
     payload: dict[str, Any]
+    vector: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,8 +369,11 @@ class VectorStore(Protocol):
         """
         ...
 
-    def search(self, vector: FloatVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
-        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)``, best first."""
+    def search(
+        self, vector: FloatVector, flt: MemoryFilter, limit: int, *, with_vectors: bool = False
+    ) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)``, best first; with
+        ``with_vectors`` each hit carries its dense vector (one round trip instead of a ``retrieve``)."""
         ...
 
     def search_batch(self, vectors: FloatVector, flt: MemoryFilter, limit: int) -> list[list[ScoredRecord]]:
@@ -383,6 +388,11 @@ class VectorStore(Protocol):
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
         """The points with these ids, in the order asked (duplicates once); missing ids are skipped."""
+        ...
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{id: (d,) float32}`` dense vectors of these points, no payload (missing ids absent).
+        Cheaper than ``retrieve(ids, with_vectors=True)``: recall uses it for lexical-only hits."""
         ...
 
     def set_payload(self, ids: Sequence[str], values: Mapping[str, Any]) -> None:

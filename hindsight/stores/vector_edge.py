@@ -194,21 +194,36 @@ class EdgeVectorStore:
             self._shard.update(qe.UpdateOperation.upsert_points(points))
             self._after_write()
 
-    def _request(self, vector: FloatVector, flt: qe.Filter, limit: int) -> qe.QueryRequest:
+    def _request(
+        self, vector: FloatVector, flt: qe.Filter, limit: int, with_vectors: bool = False
+    ) -> qe.QueryRequest:
         return qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(vector.tolist(), using=DENSE_VECTOR),
             filter=flt,
             with_payload=True,
-            with_vector=False,
+            with_vector=[DENSE_VECTOR] if with_vectors else False,
         )
 
     @staticmethod
-    def _hits(points: list[qe.ScoredPoint]) -> list[ScoredRecord]:
-        return [ScoredRecord(id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in points]
+    def _dense(found: object) -> np.ndarray | None:
+        dense = found.get(DENSE_VECTOR) if isinstance(found, dict) else None
+        return None if dense is None else np.asarray(dense, dtype=np.float32)
 
-    def search(self, vector: FloatVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
-        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)`` (cosine), best first.
+    @classmethod
+    def _hits(cls, points: list[qe.ScoredPoint]) -> list[ScoredRecord]:
+        return [
+            ScoredRecord(
+                id=str(p.id), score=float(p.score), payload=p.payload or {}, vector=cls._dense(p.vector)
+            )
+            for p in points
+        ]
+
+    def search(
+        self, vector: FloatVector, flt: MemoryFilter, limit: int, *, with_vectors: bool = False
+    ) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)`` (cosine), best first;
+        with ``with_vectors`` each hit carries its ``(d,)`` float32 vector.
 
         Raises:
             ValueError: wrong vector shape or ``limit`` < 1.
@@ -216,7 +231,7 @@ class EdgeVectorStore:
         """
         self._check_open()
         request = self._request(
-            check_vector(vector, self.dim), edge_filter(compile_filter(flt)), check_limit(limit)
+            check_vector(vector, self.dim), edge_filter(compile_filter(flt)), check_limit(limit), with_vectors
         )
         with _engine_errors("search"):
             return self._hits(self._shard.query(request))
@@ -277,6 +292,27 @@ class EdgeVectorStore:
             found = self._shard.retrieve(list(wanted), True, with_vectors)
         by_id = {str(r.id): self._record(r, with_vectors) for r in found}
         return [by_id[i] for i in wanted if i in by_id]
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{id: (d,) float32}`` dense vectors of these points without their payloads; missing ids
+        are absent.
+
+        Raises:
+            ValueError: an id is not a UUID string.
+            StoreUnavailableError: the engine failed or the store is closed.
+        """
+        self._check_open()
+        wanted = _unique_ids(ids)
+        if not wanted:
+            return {}
+        with _engine_errors("retrieve vectors"):
+            found = self._shard.retrieve(list(wanted), False, [DENSE_VECTOR])
+        out = {}
+        for record in found:
+            vec = self._dense(record.vector)
+            if vec is not None:
+                out[str(record.id)] = vec
+        return out
 
     @staticmethod
     def _record(found: qe.Record, with_vectors: bool) -> VectorRecord:

@@ -215,11 +215,24 @@ class QdrantVectorStore:
                 self._client.upsert(self.collection, points=points[start : start + self._batch], wait=True)
 
     @staticmethod
-    def _hits(points: list[models.ScoredPoint]) -> list[ScoredRecord]:
-        return [ScoredRecord(id=str(p.id), score=float(p.score), payload=_payload(p.payload)) for p in points]
+    def _dense(found: object) -> np.ndarray | None:
+        dense = found.get(DENSE_VECTOR) if isinstance(found, dict) else None
+        return None if dense is None else np.asarray(dense, dtype=np.float32)
 
-    def search(self, vector: FloatVector, flt: MemoryFilter, limit: int) -> list[ScoredRecord]:
-        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)`` (cosine), best first.
+    @classmethod
+    def _hits(cls, points: list[models.ScoredPoint]) -> list[ScoredRecord]:
+        return [
+            ScoredRecord(
+                id=str(p.id), score=float(p.score), payload=_payload(p.payload), vector=cls._dense(p.vector)
+            )
+            for p in points
+        ]
+
+    def search(
+        self, vector: FloatVector, flt: MemoryFilter, limit: int, *, with_vectors: bool = False
+    ) -> list[ScoredRecord]:
+        """The ``limit`` points matching ``flt`` most similar to ``vector`` ``(d,)`` (cosine), best first;
+        with ``with_vectors`` each hit carries its ``(d,)`` float32 vector.
 
         Raises:
             ValueError: wrong vector shape or ``limit`` < 1.
@@ -236,7 +249,7 @@ class QdrantVectorStore:
                 query_filter=query_filter,
                 limit=check_limit(limit),
                 with_payload=True,
-                with_vectors=False,
+                with_vectors=[DENSE_VECTOR] if with_vectors else False,
             )
         return self._hits(response.points)
 
@@ -305,6 +318,29 @@ class QdrantVectorStore:
             )
         by_id = {str(r.id): self._record(r, with_vectors) for r in found}
         return [by_id[i] for i in wanted if i in by_id]
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``{id: (d,) float32}`` dense vectors of these points without their payloads; missing ids
+        are absent.
+
+        Raises:
+            ValueError: an id is not a UUID string.
+            StoreUnavailableError: the server failed or the store is closed.
+        """
+        self._check_open()
+        wanted = _unique_ids(ids)
+        if not wanted:
+            return {}
+        with _client_errors("retrieve vectors"):
+            found = self._client.retrieve(
+                self.collection, ids=wanted, with_payload=False, with_vectors=[DENSE_VECTOR]
+            )
+        out = {}
+        for record in found:
+            vec = self._dense(record.vector)
+            if vec is not None:
+                out[str(record.id)] = vec
+        return out
 
     @staticmethod
     def _record(found: models.Record, with_vectors: bool) -> VectorRecord:

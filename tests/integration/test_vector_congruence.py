@@ -304,6 +304,38 @@ def test_retrieve_returns_the_same_records_in_the_order_asked(
     assert all(store.retrieve([]) == [] for store in loaded)
 
 
+@pytest.mark.parametrize("flt_index", [0, 10, 15])
+def test_search_with_vectors_returns_each_hits_stored_vector_and_the_same_ranking(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore], flt_index: int
+) -> None:
+    flt = FILTERS[flt_index]
+    index_of = {item: k for k, item in enumerate(DATA.ids)}
+    for query in _queries(flt_index):
+        for store in loaded:
+            plain = store.search(query, flt, 20)
+            with_vectors = store.search(query, flt, 20, with_vectors=True)
+            assert_same_ranking(with_vectors, plain)
+            assert all(hit.vector is None for hit in plain)
+            for hit in with_vectors:
+                assert hit.vector is not None
+                assert hit.vector.dtype == np.float32
+                np.testing.assert_allclose(hit.vector, DATA.vectors[index_of[hit.id]], atol=1e-6)
+                assert float(np.dot(hit.vector, query)) == pytest.approx(hit.score, abs=SCORE_TOL)
+
+
+def test_dense_vectors_equal_the_retrieved_vectors_and_skip_missing_ids(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore],
+) -> None:
+    missing = str(uuid.uuid4())
+    wanted = [DATA.ids[11], missing, DATA.ids[1500]]
+    for store in loaded:
+        found = store.dense_vectors(wanted)
+        assert set(found) == {DATA.ids[11], DATA.ids[1500]}
+        np.testing.assert_allclose(found[DATA.ids[11]], DATA.vectors[11], atol=1e-6)
+        np.testing.assert_allclose(found[DATA.ids[1500]], DATA.vectors[1500], atol=1e-6)
+        assert store.dense_vectors([]) == {}
+
+
 @pytest.mark.parametrize("flt", [None, MemoryFilter("t1", statuses=None), MemoryFilter("t2", user_id="u3")])
 def test_scroll_visits_every_matching_id_exactly_once_in_the_same_pages(
     loaded: tuple[EdgeVectorStore, QdrantVectorStore], flt: MemoryFilter | None

@@ -278,3 +278,30 @@ def test_openai_unreachable_server_is_retryable_after_bounded_attempts() -> None
     with pytest.raises(ModelUnavailableError, match="HINDSIGHT_LLM_OPENAI_BASE_URL"):
         _openai(httpx.MockTransport(handle), attempts=2).complete("hi")
     assert len(calls) == 2
+
+
+def test_local_embedder_runs_the_model_on_one_thread_whoever_calls() -> None:
+    """The e5 model runs on its own thread (its OpenMP team is bound to the first caller): calls
+    from the caller's thread and from worker threads give the same vectors."""
+    import threading  # noqa: PLC0415
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    from hindsight.inference.embedder import LocalE5Embedder  # noqa: PLC0415
+
+    embedder = LocalE5Embedder()
+    seen: set[str] = set()
+    model = embedder._model
+    original = model.query
+
+    def spy(texts: list[str]) -> object:
+        seen.add(threading.current_thread().name)
+        return original(texts)
+
+    model.query = spy
+    here = embedder.embed_queries(["where did Caroline move?"])
+    with ThreadPoolExecutor(3) as pool:
+        there = list(pool.map(lambda _: embedder.embed_queries(["where did Caroline move?"]), range(3)))
+    assert len(seen) == 1
+    assert next(iter(seen)).startswith("hindsight-e5")
+    for vectors in there:
+        np.testing.assert_array_equal(vectors, here)

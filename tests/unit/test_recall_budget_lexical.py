@@ -35,6 +35,46 @@ def test_budget_counts_the_speaker_prefix_with_a_real_tokenizer() -> None:
     assert kept[0].tokens == total
 
 
+def test_budget_uses_the_token_count_stored_at_write_and_counts_older_payloads() -> None:
+    payload = {"content": "I adopted a dog", "speaker": "Caroline", "text_tokens": 1500}
+    stored = RecalledMemory("s", payload, 0.9, 0.5, 1.0, 0.5)
+    kept, total, truncated = fit([stored, mem("old", "I adopted a dog", "Caroline")], 2000)
+    assert [m.tokens for m in kept] == [1500, count_tokens("Caroline: I adopted a dog")]
+    assert total == 1500 + kept[1].tokens
+    kept, total, truncated = fit([stored], 1000)
+    assert kept == []
+    assert total == 0
+    assert truncated
+
+
+def test_payload_stores_the_token_count_the_budget_would_count() -> None:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from hindsight.records import from_payload, to_payload  # noqa: PLC0415
+    from schemas import Memory  # noqa: PLC0415
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    memory = Memory(
+        id="00000000-0000-0000-0000-000000000001",
+        tenant_id="t",
+        user_id="u",
+        agent_id="a",
+        session_id="s",
+        type="episodic",
+        content="I adopted a dog named Max last spring",
+        source="user",
+        speaker="Caroline",
+        importance=0.5,
+        confidence=0.8,
+        created_at=now,
+        stored_at=now,
+        last_accessed_at=now,
+    )
+    payload = to_payload(memory)
+    assert payload["text_tokens"] == count_tokens("Caroline: I adopted a dog named Max last spring")
+    assert from_payload(payload) == memory
+
+
 def test_bm25_stems_and_drops_stop_words() -> None:
     enc = LexicalEncoder()
     doc = enc.document("Caroline is running the support groups")

@@ -7,7 +7,17 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from hindsight.recall.rank import RRF_K, Candidate, RecallParams, dedupe, fuse, order, rrf, score
+from hindsight.recall.rank import (
+    NEAR_DUPLICATE_COSINE,
+    RRF_K,
+    Candidate,
+    RecallParams,
+    dedupe,
+    fuse,
+    order,
+    rrf,
+    score,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -114,6 +124,30 @@ def test_near_identical_vectors_collapse_but_distinct_ones_do_not() -> None:
     )
     out = dedupe(scored, {"a": a, "b": b / np.linalg.norm(b), "c": c})
     assert [m.id for m in out] == ["b", "c"]  # b is the newer of the a/b pair
+
+
+def test_a_newer_version_becomes_the_group_vector_and_its_old_text_still_matches() -> None:
+    """Group of v1 (oldest, best score); v2 joins by vector and, being newer, represents it; v3 is
+    close to v2 only (not to v1) and joins; v1's exact text again joins by text; d stays apart."""
+    v1, v2 = np.array([1.0, 0.0, 0.0]), np.array([0.98, 0.199, 0.0])
+    v3, d = np.array([0.92, 0.39, 0.0]), np.array([0.0, 0.0, 1.0])
+    norm = {k: v / np.linalg.norm(v) for k, v in {"v1": v1, "v2": v2, "v3": v3, "d": d}.items()}
+    assert float(norm["v1"] @ norm["v3"]) < NEAR_DUPLICATE_COSINE < float(norm["v2"] @ norm["v3"])
+    scored = score(
+        [
+            cand("v1", 0.95, 40, dense=1, content="Moved to Berlin.", version=1),
+            cand("v2", 0.94, 20, dense=2, content="Moved to Berlin in May.", version=2),
+            cand("d", 0.93, 20, dense=3, content="Likes tea."),
+            cand("v3", 0.92, 2, dense=4, content="Moved to Berlin in May 2023.", version=3),
+            cand("v1b", 0.91, 50, dense=5, content="moved to berlin", version=1),
+        ],
+        NOW,
+        NEUTRAL,
+    )
+    out = dedupe(scored, {**norm, "v1b": norm["d"]})
+    assert [m.id for m in out] == ["v3", "d"]
+    assert set(out[0].duplicates) == {"v1", "v2", "v1b"}
+    assert out[0].final_score == max(m.final_score for m in scored)
 
 
 def test_top_k_cut_ranks_and_chronological_order() -> None:
