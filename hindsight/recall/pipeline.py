@@ -73,10 +73,13 @@ def _with_vectors(found: dict[str, Candidate], store: VectorStore, query: np.nda
     return out
 
 
-def _rerank(found: dict[str, Candidate], query: str, reranker: Reranker, top_n: int) -> dict[str, Candidate]:
+def _rerank(
+    found: dict[str, Candidate], query: str, reranker: Reranker, top_n: int, rrf_k: int
+) -> dict[str, Candidate]:
     fused = rank.fuse(
         [c.id for c in sorted(found.values(), key=lambda c: c.dense_rank or 10**9) if c.dense_rank],
         [c.id for c in sorted(found.values(), key=lambda c: c.lexical_rank or 10**9) if c.lexical_rank],
+        k=rrf_k,
     )[:top_n]
     ids = [item for item, _ in fused]
     scores = reranker.score(query, [budget.payload_text(found[i].payload) for i in ids])
@@ -137,7 +140,7 @@ async def recall(
     found = await asyncio.to_thread(_with_vectors, _candidates(dense, lexical_hits), store, vector)
     t_search = time.perf_counter()
     if params.rerank and reranker is not None and found:
-        found = await asyncio.to_thread(_rerank, found, query, reranker, params.rerank_top_n)
+        found = await asyncio.to_thread(_rerank, found, query, reranker, params.rerank_top_n, params.rrf_k)
     t_rerank = time.perf_counter()
     window = None if parsed.window is None else (parsed.window.start, parsed.window.end)
     scored = rank.score(

@@ -58,8 +58,20 @@ def test_similarity_floor_drops_weak_matches_even_if_lexically_ranked() -> None:
 def test_memory_in_both_lists_outranks_one_list_and_relevance_is_normalised() -> None:
     out = score([cand("both", 0.8, 1, dense=2, lexical=1), cand("dense", 0.9, 1, dense=1)], NOW, NEUTRAL)
     assert [m.id for m in out] == ["both", "dense"]
-    assert out[0].relevance == pytest.approx((1 / 62 + 1 / 61) / (2 / 61))
+    k = NEUTRAL.rrf_k
+    assert out[0].relevance == pytest.approx((1 / (k + 2) + 1 / (k + 1)) / (2 / (k + 1)))
     assert out[1].relevance == pytest.approx(0.5)
+
+
+def test_recall_fusion_constant_lets_a_first_place_beat_two_deep_ranks() -> None:
+    """k=10 (recall's default): one list's first place outranks a hit both lists put at 30 and 40;
+    with the textbook k=60 the deep double hit wins (the reason for k=10, rank.py module doc)."""
+    first = cand("first", 0.8, 1, dense=1)
+    deep = cand("deep", 0.8, 1, dense=30, lexical=40)
+    assert NEUTRAL.rrf_k == 10
+    assert [m.id for m in score([first, deep], NOW, NEUTRAL)] == ["first", "deep"]
+    textbook = RecallParams(frequency_weight=0.0, confidence_weight=0.0, rrf_k=RRF_K)
+    assert [m.id for m in score([first, deep], NOW, textbook)] == ["deep", "first"]
 
 
 def test_recency_blend_applies_when_the_query_asks_for_the_current_state() -> None:
@@ -69,8 +81,9 @@ def test_recency_blend_applies_when_the_query_asks_for_the_current_state() -> No
     current = score([old, recent], NOW, NEUTRAL, wants_recent=True)
     assert [m.id for m in neutral] == ["old", "recent"]
     assert [m.id for m in current] == ["recent", "old"]
-    # recent: 0.7 * (1/62)/(2/61) + 0.3 * 1.0
-    assert current[0].final_score == pytest.approx(0.7 * (61 / 124) + 0.3)
+    # recent: 0.7 * (1/(k+2))/(2/(k+1)) + 0.3 * 1.0
+    k = NEUTRAL.rrf_k
+    assert current[0].final_score == pytest.approx(0.7 * (k + 1) / (2 * (k + 2)) + 0.3)
     assert current[1].time_weight == 0.6
 
 
