@@ -61,8 +61,10 @@ def fit(
     total = 0
     for memory in memories:
         stored = memory.payload.get("text_tokens")
-        use_stored = counter is count_tokens and isinstance(stored, int) and not isinstance(stored, bool)
-        tokens = int(stored) if use_stored else counter(memory_text(memory))
+        if counter is count_tokens and isinstance(stored, int) and not isinstance(stored, bool):
+            tokens = stored
+        else:
+            tokens = counter(memory_text(memory))
         if total + tokens > budget:
             return kept, total, True
         kept.append(replace(memory, tokens=tokens))

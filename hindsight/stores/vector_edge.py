@@ -323,7 +323,9 @@ class EdgeVectorStore:
             id=str(found.id),
             vector=None if dense is None else np.asarray(dense, dtype=np.float32),
             payload=found.payload or {},
-            sparse=None if sparse is None else SparseVector(tuple(sparse.indices), tuple(sparse.values)),
+            sparse=SparseVector(tuple(sparse.indices), tuple(sparse.values))
+            if isinstance(sparse, qe.SparseVector)
+            else None,
         )
 
     def set_payload(self, ids: Sequence[str], values: Mapping[str, Any]) -> None:
