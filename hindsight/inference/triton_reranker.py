@@ -39,8 +39,16 @@ class TritonReranker:
         """The underlying Triton model handle (readiness, statistics)."""
         return self._model
 
-    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        """``(n,)`` float32 scores in input order; empty input gives ``(0,)``.
+    def score(
+        self,
+        query: str,
+        passages: Sequence[str],
+        *,
+        query_vector: np.ndarray | None = None,
+        passage_vectors: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``(n,)`` float32 scores in input order; empty input gives ``(0,)``. The served model reads
+        the texts (a cross-encoder): ``query_vector`` / ``passage_vectors`` are accepted and unused.
 
         Raises:
             ModelUnavailableError: Triton unreachable, timed out or model not ready (after retries).

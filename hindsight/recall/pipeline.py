@@ -74,15 +74,24 @@ def _with_vectors(found: dict[str, Candidate], store: VectorStore, query: np.nda
 
 
 def _rerank(
-    found: dict[str, Candidate], query: str, reranker: Reranker, top_n: int, rrf_k: int
+    found: dict[str, Candidate],
+    query: str,
+    query_vector: np.ndarray,
+    reranker: Reranker,
+    params: RecallParams,
 ) -> dict[str, Candidate]:
     fused = rank.fuse(
         [c.id for c in sorted(found.values(), key=lambda c: c.dense_rank or 10**9) if c.dense_rank],
         [c.id for c in sorted(found.values(), key=lambda c: c.lexical_rank or 10**9) if c.lexical_rank],
-        k=rrf_k,
-    )[:top_n]
+        k=params.rrf_k,
+    )[: params.rerank_top_n]
     ids = [item for item, _ in fused]
-    scores = reranker.score(query, [budget.payload_text(found[i].payload) for i in ids])
+    texts = [budget.payload_text(found[i].payload) for i in ids]
+    vectors = [v for v in (found[i].vector for i in ids) if v is not None]
+    if ids and len(vectors) == len(ids):
+        scores = reranker.score(query, texts, query_vector=query_vector, passage_vectors=np.stack(vectors))
+    else:
+        scores = reranker.score(query, texts)
     order = sorted(range(len(ids)), key=lambda j: -float(scores[j]))
     out = dict(found)
     for position, j in enumerate(order, start=1):
@@ -90,11 +99,20 @@ def _rerank(
     return out
 
 
-def _lexical_hits(
-    query: str, flt: MemoryFilter, store: VectorStore, lexical: LexicalEncoder | None, limit: int
-) -> list[ScoredRecord]:
+def _search(
+    query: str,
+    vector: np.ndarray,
+    flt: MemoryFilter,
+    store: VectorStore,
+    lexical: LexicalEncoder | None,
+    *,
+    limit: int,
+) -> dict[str, Candidate]:
+    """Both candidate lists and every candidate's vector (one worker-thread hop)."""
+    dense = store.search(vector, flt, limit, with_vectors=True)
     sparse = lexical.query(query) if lexical is not None else None
-    return store.search_sparse(sparse, flt, limit) if sparse else []
+    lexical_hits = store.search_sparse(sparse, flt, limit) if sparse else []
+    return _with_vectors(_candidates(dense, lexical_hits), store, vector)
 
 
 async def recall(
@@ -135,12 +153,10 @@ async def recall(
     parsed, vectors = await asyncio.gather(parsed_task, vector_task)
     vector = vectors[0]
     t_embed = time.perf_counter()
-    dense = await asyncio.to_thread(store.search, vector, flt, params.candidates, with_vectors=True)
-    lexical_hits = _lexical_hits(query, flt, store, lexical, params.candidates)
-    found = await asyncio.to_thread(_with_vectors, _candidates(dense, lexical_hits), store, vector)
+    found = await asyncio.to_thread(_search, query, vector, flt, store, lexical, limit=params.candidates)
     t_search = time.perf_counter()
     if params.rerank and reranker is not None and found:
-        found = await asyncio.to_thread(_rerank, found, query, reranker, params.rerank_top_n, params.rrf_k)
+        found = await asyncio.to_thread(_rerank, found, query, vector, reranker, params)
     t_rerank = time.perf_counter()
     window = None if parsed.window is None else (parsed.window.start, parsed.window.end)
     scored = rank.score(

@@ -849,6 +849,7 @@ async def _ingest(
     users: Sequence[UserInfo],
     workdir: Path,
     drain_timeout_s: float,
+    event_chars: int = 1000,
 ) -> list[dict[str, Any]]:
     from hindsight.settings import AllSettings  # noqa: PLC0415
     from services.cli.embedded import embedded_stack  # noqa: PLC0415
@@ -868,7 +869,7 @@ async def _ingest(
     results: list[dict[str, Any]] = []
     async with (
         embedded_stack(cfg, gateway) as stack,
-        _IngestProbe(stack, users[:ingest_users], ingest_texts(data)) as probe,
+        _IngestProbe(stack, users[:ingest_users], ingest_texts(data, target_chars=event_chars)) as probe,
     ):
         # warm-up: the first events pay one-off costs (model threads, connections)
         warm = [await probe.send_next() for _ in range(5)]
@@ -907,6 +908,7 @@ def run_scale_bench(
     ingest_users: int = 50,
     burst: int = 150,
     drain_timeout_s: float = 300.0,
+    event_chars: int = 1000,
     cache_dir: Path = CACHE_DIR,
     workdir: Path | None = None,
     emit: Callable[[dict[str, Any]], None] | None = None,
@@ -928,6 +930,7 @@ def run_scale_bench(
         ingest_users: users the ingest events are spread over.
         burst: events of the burst throughput measurement (0: skip).
         drain_timeout_s: most seconds to wait for the pipeline to store what was published.
+        event_chars: size of each ingest event's text (characters; the issue's "about 1 KB").
 
     Raises:
         locomo.DatasetError: the LoCoMo file (texts and questions) is missing.
@@ -986,6 +989,7 @@ def run_scale_bench(
                 users=people,
                 workdir=work,
                 drain_timeout_s=drain_timeout_s,
+                event_chars=event_chars,
             )
         ):
             _emit(line)
@@ -1015,6 +1019,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--preload", type=int, default=10_000, help="Memories in the ingest store first.")
     parser.add_argument("--burst", type=int, default=150, help="Burst throughput events (0: skip).")
     parser.add_argument("--drain-timeout-s", type=float, default=300.0)
+    parser.add_argument("--event-chars", type=int, default=1000, help="Characters of each ingest event.")
     parser.add_argument("--no-optimize", dest="optimize", action="store_false")
     parser.add_argument("--no-ingest", dest="ingest", action="store_false")
     parser.add_argument("--no-recall", dest="recall", action="store_false", help="Only the ingest part.")
@@ -1038,6 +1043,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             preload=args.preload,
             burst=args.burst,
             drain_timeout_s=args.drain_timeout_s,
+            event_chars=args.event_chars,
             cache_dir=args.cache_dir,
             workdir=args.workdir,
             emit=lambda d: print(json.dumps(d), flush=True),

@@ -200,6 +200,18 @@ def test_standin_reranker_scores_are_query_passage_cosines() -> None:
     assert reranker.score("q", []).shape == (0,)
 
 
+def test_standin_reranker_uses_the_vectors_recall_already_holds() -> None:
+    """Given the query and passage vectors, the stand-in embeds nothing (the fixed embedder would
+    give other scores) and scores with them; a row count that does not match is refused."""
+    reranker = EmbeddingCosineReranker(_FixedEmbedder())
+    vectors = np.array([[0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    query = np.array([0.0, 1.0], dtype=np.float32)
+    scores = reranker.score("q", ["far", "near"], query_vector=query, passage_vectors=vectors)
+    np.testing.assert_allclose(scores, [0.8, 1.0])
+    with pytest.raises(ValueError, match="2 rows for 3 passages"):
+        reranker.score("q", ["a", "b", "c"], query_vector=query, passage_vectors=vectors)
+
+
 def test_reranker_settings_default_to_the_documented_standin() -> None:
     settings = RerankerSettings()
     assert settings.enabled is False
