@@ -164,6 +164,7 @@ class Resources:
             publisher_factory=self.publisher,
             max_records=min(kafka.max_batch, max_records or kafka.max_batch),
             batch_timeout_ms=kafka.batch_timeout_ms,
+            fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
         )
         self.runners[group] = runner

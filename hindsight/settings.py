@@ -47,6 +47,9 @@ class KafkaSettings(BaseSettings):
     group_prefix: str = Field("hindsight", description="Consumer group id prefix.")
     max_batch: int = Field(64, ge=1, description="Max records per consumer batch.")
     batch_timeout_ms: int = Field(100, ge=1, description="Max wait to fill a batch (ms).")
+    fetch_max_wait_ms: int = Field(
+        500, ge=1, description="Longest time the broker may hold a fetch that has no new records (ms)."
+    )
     session_timeout_ms: int = Field(10_000, ge=1_000, description="Consumer group session timeout (ms).")
     idempotent: bool = Field(
         False, description="Idempotent producer (real Kafka; the embedded Tansu broker does not support it)."

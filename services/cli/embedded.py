@@ -19,7 +19,7 @@ import uvicorn
 
 from hindsight.brokers.admin import ensure_topics, wait_for_zero_lag
 from hindsight.runtime import Resources, embedded_broker, make_broker, open_resources, run_background
-from hindsight.settings import AllSettings
+from hindsight.settings import AllSettings, KafkaSettings
 from schemas import Topic
 from services.accesslog import app as accesslog_app
 from services.evict import app as evict_app
@@ -80,6 +80,23 @@ async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asy
     return server, task, f"http://{bound[0]}:{bound[1]}"
 
 
+def tune_for_embedded_broker(kafka: KafkaSettings) -> None:
+    """Consumer timings for the embedded Tansu broker, each unless set in the environment.
+
+    - ``session_timeout_ms`` at most 3,000: Tansu holds a group join for about half the session
+      timeout and the five groups join one after another (start-up ~30 s -> a few seconds);
+    - ``fetch_max_wait_ms`` 25 and ``batch_timeout_ms`` 10: Tansu answers a fetch with no new records
+      only when ``fetch_max_wait_ms`` expires (a new record does not wake it, unlike Kafka), so each
+      hop could wait 500 ms. Measured (``hindsight bench scale``, 200-byte events at 2/s):
+      ingest-to-searchable p95 376 -> 175 ms, for 0.23 instead of 0.04 cores of idle polling.
+    """
+    if "session_timeout_ms" not in kafka.model_fields_set:
+        kafka.session_timeout_ms = min(kafka.session_timeout_ms, 3000)
+    for name, fast in (("fetch_max_wait_ms", 25), ("batch_timeout_ms", 10)):
+        if name not in kafka.model_fields_set:
+            setattr(kafka, name, fast)
+
+
 @asynccontextmanager
 async def embedded_stack(
     settings: AllSettings | None = None,
@@ -94,9 +111,7 @@ async def embedded_stack(
     cfg = settings or AllSettings()
     gw = gateway or GatewaySettings()
     if not cfg.kafka.bootstrap:
-        # Tansu holds a group join for about half the session timeout, and the five groups join one
-        # after another: a short timeout cuts start-up from ~30 s to a few seconds
-        cfg.kafka.session_timeout_ms = min(cfg.kafka.session_timeout_ms, 3000)
+        tune_for_embedded_broker(cfg.kafka)
     with embedded_broker(cfg) as bootstrap:
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
