@@ -19,9 +19,9 @@ is ``"<code>: <message> (field: <field>; fix: <fix>)"``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -42,6 +42,9 @@ from services.gateway.models import (
 )
 from services.gateway.state import GatewayState
 
+if TYPE_CHECKING:
+    from services.gateway.service import MemoryService
+
 INSTRUCTIONS = (
     "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
     "known about the user (each memory comes with its scores and provenance); call `retain` for "
@@ -50,6 +53,7 @@ INSTRUCTIONS = (
 )
 
 GatewayContext = Context[GatewayState, Any]
+T = TypeVar("T")
 
 UserId = Annotated[str, Field(min_length=1, max_length=256, description="End user the memories are about.")]
 SessionId = Annotated[
@@ -83,6 +87,15 @@ def _caller(ctx: GatewayContext) -> tuple[GatewayState, Principal]:
     return state, state.keys.from_headers(headers)
 
 
+async def _serve(ctx: GatewayContext, call: Callable[[MemoryService, Principal], Awaitable[T]]) -> T:
+    """What every tool does around its own call: resolve the caller's principal, run
+    ``call(service, principal)`` and turn a request error or store outage (an unknown key included)
+    into an MCP tool error."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await call(state.service, principal)
+
+
 async def retain(
     *,
     user_id: UserId,
@@ -103,9 +116,9 @@ async def retain(
 ) -> Accepted:
     """Remember something that happened. It is published to Kafka and passes the guard (PII
     redaction, poisoning checks) before being stored; returns the event id once the broker accepted it."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await state.service.retain(
+    return await _serve(
+        ctx,
+        lambda service, principal: service.retain(
             principal,
             user_id=user_id,
             session_id=session_id,
@@ -117,7 +130,8 @@ async def retain(
             external_ref=external_ref,
             event_id=event_id,
             speaker=speaker,
-        )
+        ),
+    )
 
 
 async def recall(
@@ -142,9 +156,9 @@ async def recall(
 ) -> RecallResponse:
     """Recall the user's memories most relevant to the query, each with its similarity, time weight,
     final score, rank and provenance (source events and references)."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await state.service.recall(
+    return await _serve(
+        ctx,
+        lambda service, principal: service.recall(
             principal,
             query=query,
             user_id=user_id,
@@ -158,7 +172,8 @@ async def recall(
             reference_time=reference_time,
             order=order,
             include_superseded=include_superseded,
-        )
+        ),
+    )
 
 
 async def reflect(
@@ -176,9 +191,9 @@ async def reflect(
 ) -> Accepted:
     """Close a session or task: its turns are consolidated into an episode and recurring patterns
     abstracted into facts, asynchronously."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await state.service.reflect(
+    return await _serve(
+        ctx,
+        lambda service, principal: service.reflect(
             principal,
             user_id=user_id,
             session_id=session_id,
@@ -187,7 +202,8 @@ async def reflect(
             feedback_score=feedback_score,
             task=task,
             event_count=event_count,
-        )
+        ),
+    )
 
 
 async def forget(
@@ -199,9 +215,9 @@ async def forget(
     ] = False,
 ) -> ForgetResult:
     """Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted)."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await state.service.forget(principal, memory_id=memory_id, hard=hard)
+    return await _serve(
+        ctx, lambda service, principal: service.forget(principal, memory_id=memory_id, hard=hard)
+    )
 
 
 async def history(
@@ -214,16 +230,17 @@ async def history(
     limit: Annotated[int, Field(ge=1, description="At most this many (the newest), oldest first.")] = 100,
 ) -> HistoryResponse:
     """The user's memories in chronological order, with status (active, superseded, expired) and version."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await state.service.history(
+    return await _serve(
+        ctx,
+        lambda service, principal: service.history(
             principal,
             user_id=user_id,
             session_id=session_id,
             types=types,
             include_inactive=include_inactive,
             limit=limit,
-        )
+        ),
+    )
 
 
 def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[GatewayState]:
