@@ -1,4 +1,5 @@
-"""Conversion between :class:`schemas.Memory` and the vector store payload (DESIGN.md section 2).
+"""Conversion between :class:`schemas.Memory` and the vector store payload (DESIGN.md section 2), and
+the constructor of a :class:`schemas.MemoryCandidate` (:func:`memory_candidate`).
 
 The payload is the memory's JSON plus float epoch-second copies of its times (``created_ts``,
 ``stored_ts``, ``last_accessed_ts``) for range filters and scoring, ``text_tokens`` (tokens of the
@@ -9,11 +10,13 @@ so a redelivered duplicate is not counted twice).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from hindsight.recall.budget import count_tokens
-from hindsight.text import speaker_text
-from schemas import Memory
+from hindsight.text import TextFeatures, speaker_text
+from schemas import InteractionEvent, Memory, MemoryCandidate, Provenance
+from schemas.v1 import Source
 
 _DERIVED = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
 _BOOKKEEPING = ("merged_ids", "merged_event_ids", "merged_refs", "expired_ts", "eviction_score")
@@ -66,3 +69,49 @@ def with_merged_provenance(payload: dict[str, Any]) -> Memory:
 def public_view(payload: dict[str, Any]) -> dict[str, Any]:
     """What the gateway returns for a memory: the record without internal bookkeeping fields."""
     return {k: v for k, v in payload.items() if k not in (*_DERIVED, *_BOOKKEEPING)}
+
+
+def memory_candidate(
+    owner: InteractionEvent,
+    *,
+    memory_id: str,
+    text: str,
+    source: Source,
+    features: TextFeatures,
+    tags: tuple[str, ...],
+    importance: float,
+    confidence: float,
+    occurred_at: datetime,
+    reason: str,
+    event_id: str,
+    external_ref: str | None,
+    speaker: str | None = None,
+) -> MemoryCandidate:
+    """The candidate memory ``memory_id`` storing ``text``.
+
+    It belongs to ``owner``'s tenant, user, agent and session and has its scope; entities and intent
+    come from ``features`` (``tags`` are given whole); its provenance is the source event ``event_id``
+    and that event's ``external_ref``, when it has one.
+
+    Raises:
+        pydantic.ValidationError: a field is invalid (e.g. empty ``text``).
+    """
+    return MemoryCandidate(
+        tenant_id=owner.tenant_id,
+        user_id=owner.user_id,
+        agent_id=owner.agent_id,
+        session_id=owner.session_id,
+        memory_id=memory_id,
+        content=text,
+        source=source,
+        speaker=speaker,
+        scope=owner.scope,
+        tags=tags,
+        entities=features.entities,
+        intent=features.intent,
+        importance=importance,
+        confidence=confidence,
+        occurred_at=occurred_at,
+        reason=reason,
+        provenance=Provenance(event_ids=(event_id,), external_refs=(external_ref,) if external_ref else ()),
+    )

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.ids import turn_memory_id
+from hindsight.records import memory_candidate
 from hindsight.stores.working_memory import SessionKey, WorkingItem
 from hindsight.text import features
-from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Provenance, Topic, partition_key
+from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Topic, partition_key
 from services.ingest.write_trigger import WriteDecision, compress, decide
 
 if TYPE_CHECKING:
@@ -39,26 +40,20 @@ def turn_text(event: InteractionEvent) -> str:
 
 def candidate_for(event: InteractionEvent, decision: WriteDecision, trust: float) -> MemoryCandidate:
     """The turn-memory candidate of a kept interaction."""
-    return MemoryCandidate(
-        tenant_id=event.tenant_id,
-        user_id=event.user_id,
-        agent_id=event.agent_id,
-        session_id=event.session_id,
+    return memory_candidate(
+        event,
         memory_id=turn_memory_id(event.tenant_id, event.event_id),
-        content=turn_text(event),
+        text=turn_text(event),
         source=event.source,
-        speaker=event.speaker,
-        scope=event.scope,
+        features=decision.features,
         tags=tuple(dict.fromkeys((*event.tags, *decision.features.tags))),
-        entities=decision.features.entities,
-        intent=decision.features.intent,
         importance=decision.importance,
         confidence=trust,
         occurred_at=event.occurred_at,
         reason=decision.reason,
-        provenance=Provenance(
-            event_ids=(event.event_id,), external_refs=(event.external_ref,) if event.external_ref else ()
-        ),
+        event_id=event.event_id,
+        external_ref=event.external_ref,
+        speaker=event.speaker,
     )
 
 
@@ -66,26 +61,19 @@ def compressed_candidate(item: WorkingItem, owner: InteractionEvent, trust: floa
     """Episodic candidate for a working-memory item pushed out without having been kept."""
     text = compress(item.content)
     f = features(text)
-    return MemoryCandidate(
-        tenant_id=owner.tenant_id,
-        user_id=owner.user_id,
-        agent_id=owner.agent_id,
-        session_id=owner.session_id,
+    return memory_candidate(
+        owner,
         memory_id=item.id,
-        content=text,
+        text=text,
         source=item.source,
-        speaker=None,
-        scope=owner.scope,
+        features=f,
         tags=("compressed", *f.tags),
-        entities=f.entities,
-        intent=f.intent,
         importance=item.importance,
         confidence=trust,
         occurred_at=item.created_at,
         reason="compressed: pushed out of working memory",
-        provenance=Provenance(
-            event_ids=(item.event_id,), external_refs=(item.external_ref,) if item.external_ref else ()
-        ),
+        event_id=item.event_id,
+        external_ref=item.external_ref,
     )
 
 
