@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -46,6 +46,27 @@ def event(
         content=content,
         turn_index=i,
         external_ref=ref,
+    )
+
+
+def closed(
+    user: str,
+    session: str,
+    *,
+    after: timedelta = timedelta(hours=1),
+    outcome: Literal["success", "failure", "abandoned", "unknown"] = "unknown",
+    event_count: int | None = None,
+) -> SessionClosedEvent:
+    """The close of ``user``'s ``session`` (tenant-a, agent-1) at ``T0 + after``."""
+    return SessionClosedEvent(
+        event_id=f"close-{user}",
+        tenant_id="tenant-a",
+        user_id=user,
+        agent_id="agent-1",
+        session_id=session,
+        closed_at=T0 + after,
+        outcome=outcome,
+        event_count=event_count,
     )
 
 
@@ -278,16 +299,7 @@ async def test_session_close_consolidates_an_episode_with_provenance(stack: Stac
         event(user, f"I visited Kyoto and loved the temples, day {i}.", session="trip", i=i, ref=f"D1:{i}")
         for i in range(4)
     ]
-    close = SessionClosedEvent(
-        event_id=f"close-{user}",
-        tenant_id="tenant-a",
-        user_id=user,
-        agent_id="agent-1",
-        session_id="trip",
-        closed_at=T0 + timedelta(hours=1),
-        outcome="success",
-        event_count=4,
-    )
+    close = closed(user, "trip", outcome="success", event_count=4)
     await send(stack, [*(raw(t) for t in turns), raw(close)])
     episodes = [m for m in user_memories(stack, "tenant-a", user) if m.kind == "episode"]
     assert len(episodes) == 1
@@ -298,15 +310,7 @@ async def test_session_close_consolidates_an_episode_with_provenance(stack: Stac
 async def test_closing_a_session_compresses_what_working_memory_never_kept(stack: Stack) -> None:
     user = f"u-{uuid.uuid4().hex[:6]}"
     chatter = event(user, "lol ok", session="chat", i=0, ref="D9:1")
-    close = SessionClosedEvent(
-        event_id=f"close-{user}",
-        tenant_id="tenant-a",
-        user_id=user,
-        agent_id="agent-1",
-        session_id="chat",
-        closed_at=T0 + timedelta(hours=1),
-        event_count=1,
-    )
+    close = closed(user, "chat", event_count=1)
     await send(stack, [raw(chatter)])
     assert user_memories(stack, "tenant-a", user) == []  # skipped by the write-trigger: working memory only
     await send(stack, [raw(close)])
@@ -322,13 +326,6 @@ async def test_closing_a_session_compresses_what_working_memory_never_kept(stack
 
 async def test_closing_an_unknown_session_creates_no_episode(stack: Stack) -> None:
     user = f"u-{uuid.uuid4().hex[:6]}"
-    close = SessionClosedEvent(
-        event_id=f"close-{user}",
-        tenant_id="tenant-a",
-        user_id=user,
-        agent_id="agent-1",
-        session_id="nope",
-        closed_at=T0,
-    )
+    close = closed(user, "nope", after=timedelta(0))
     await send(stack, [raw(close)])
     assert user_memories(stack, "tenant-a", user) == []
