@@ -49,7 +49,12 @@ class InteractionEvent(_Owned):
     event_id: Identifier = Field(description="Producer-assigned unique id; memory ids derive from it.")
     occurred_at: AwareDatetime = Field(description="When it happened, with the user's own UTC offset.")
     source: Source = Field(description="Who said or produced it; sets the initial confidence (trust).")
-    content: str = Field(min_length=1, max_length=100_000, description="The text (turn, tool output, ...).")
+    content: str = Field(
+        min_length=1,
+        max_length=100_000,
+        pattern=r"\S",
+        description="The text (turn, tool output, ...); must contain a non-whitespace character.",
+    )
     speaker: str | None = Field(None, max_length=256, description="Display name of the speaker, if any.")
     tool_name: str | None = Field(None, max_length=256, description="Tool name when source is 'tool'.")
     tool_result: str | None = Field(None, max_length=100_000, description="Tool result text, if separate.")

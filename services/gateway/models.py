@@ -25,7 +25,10 @@ class RetainRequest(_Body):
     user_id: str = Field(min_length=1, max_length=256, description="End user the interaction is about.")
     session_id: str = Field(min_length=1, max_length=256, description="Conversation or task session.")
     content: str = Field(
-        min_length=1, max_length=100_000, description="The text: a turn, a note, a tool result."
+        min_length=1,
+        max_length=100_000,
+        pattern=r"\S",
+        description="The text: a turn, a note, a tool result; must contain a non-whitespace character.",
     )
     source: Source = Field("user", description="Who produced it; sets the initial confidence (source trust).")
     occurred_at: AwareDatetime | None = Field(

@@ -171,12 +171,16 @@ async def test_malformed_and_schema_invalid_messages_are_dead_lettered_and_the_n
     invalid = json.loads(event(user, "x").model_dump_json())
     invalid["occurred_at"] = "2026-11-01T09:00:00"  # no time zone
     invalid["content"] = f"schema-invalid {marker}"
+    blank = json.loads(event(user, "x", i=3).model_dump_json())
+    blank["content"] = " \n\t "  # whitespace only: no memory can be made of it
+    blank["metadata"] = {"marker": marker}
     valid = event(user, "I am training for the Berlin marathon in September.", i=2)
     await send(
         stack,
         [
             (str(Topic.INTERACTIONS), key, malformed),
             (str(Topic.INTERACTIONS), key, json.dumps(invalid).encode()),
+            (str(Topic.INTERACTIONS), key, json.dumps(blank).encode()),
             raw(valid),
         ],
     )
@@ -184,13 +188,14 @@ async def test_malformed_and_schema_invalid_messages_are_dead_lettered_and_the_n
     def mine(body: dict[str, Any]) -> bool:
         return marker.encode() in base64.b64decode(body["original_b64"])
 
-    letters = await dead_letters(stack, mine, 2)
-    assert len(letters) == 2
+    letters = await dead_letters(stack, mine, 3)
+    assert len(letters) == 3
     by_type = {d["error_type"]: d for d in letters}
     assert set(by_type) == {"ValidationError"} or "JSONDecodeError" in by_type or len(by_type) == 2
     assert all(d["stage"] == "guard" and d["topic"] == str(Topic.INTERACTIONS) for d in letters)
     reasons = " ".join(d["reason"] for d in letters)
     assert "occurred_at" in reasons
+    assert "content" in reasons
     assert "JSON" in reasons or "json" in reasons
     turns = [m for m in user_memories(stack, "tenant-a", user) if m.kind == "turn"]
     assert [m.content for m in turns] == [valid.content]

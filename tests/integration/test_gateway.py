@@ -34,6 +34,7 @@ from mcp_types import CallToolResult, TextContent
 
 from hindsight.brokers import ensure_topics
 from hindsight.ids import access_id, stable_id
+from hindsight.recall import RecallParams
 from hindsight.records import to_payload
 from hindsight.runtime import Resources, make_broker, open_resources
 from hindsight.settings import (
@@ -277,8 +278,9 @@ async def test_recall_returns_own_tenants_memories_with_scores_and_provenance_ne
     assert first["scores"]["similarity"] >= 0.65
     assert first["scores"]["time_weight"] == 1.0
     scores = first["scores"]
-    fused = sum(1 / (60 + r) for r in (scores["dense_rank"], scores["lexical_rank"]) if r is not None)
-    assert scores["relevance"] == pytest.approx(fused / (2 / 61))  # RRF, normalised (hindsight.recall.rank)
+    k = RecallParams().rrf_k  # RRF, normalised by the best possible fused score (hindsight.recall.rank)
+    fused = sum(1 / (k + r) for r in (scores["dense_rank"], scores["lexical_rank"]) if r is not None)
+    assert scores["relevance"] == pytest.approx(fused / (2 / (k + 1)))
     # no recency blend for a query that does not ask for the current state; boosts are small
     assert scores["relevance"] - 0.05 <= scores["final"] <= scores["relevance"] + 0.25
     assert first["provenance"]["event_ids"][0].startswith("evt-")

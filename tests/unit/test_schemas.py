@@ -64,6 +64,9 @@ def test_naive_times_unknown_sources_and_bad_scopes_are_rejected_by_field() -> N
         interaction(scope="team:x")
     with pytest.raises(ValidationError, match="content"):
         interaction(content="")
+    with pytest.raises(ValidationError, match="content"):  # would compress to an empty memory
+        interaction(content=" \n\t ")
+    assert interaction(content=" x ").content == " x "
 
 
 def test_unknown_fields_are_ignored_so_producers_can_add_optional_ones() -> None:
