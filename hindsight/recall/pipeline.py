@@ -43,6 +43,8 @@ class RecallResult:
     tokens: int
     truncated: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
+    """Milliseconds per step: ``embed``, ``parse_and_search``, ``rerank``, ``rank`` (scoring, dedupe,
+    order, budget) and ``total``."""
 
 
 def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[str, Candidate]:
