@@ -97,10 +97,10 @@ def zone(name: str | None) -> ZoneInfo:
     """The IANA zone ``name`` (``None`` -> UTC).
 
     Raises:
-        ValueError: unknown zone name (the message names it).
+        ValueError: unknown or empty zone name (the message names it).
     """
     try:
-        return ZoneInfo(name or "UTC")
+        return ZoneInfo("UTC" if name is None else name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Asia/Shanghai'") from exc
 
@@ -192,8 +192,10 @@ def parse(query: str, reference_time: datetime, time_zone: str | None = None) ->
     """Parse ``query`` (see module doc).
 
     Raises:
-        ValueError: naive ``reference_time`` or unknown ``time_zone``.
+        ValueError: naive ``reference_time`` or unknown ``time_zone`` (checked even when the query
+            names no time).
     """
+    zone(time_zone)
     return ParsedQuery(
         text=query,
         entities=query_entities(query),

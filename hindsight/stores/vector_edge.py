@@ -150,6 +150,12 @@ class EdgeVectorStore:
                 raise ConfigurationError(
                     f"vector store {self.path} does not hold dim={self.dim}: {exc}"
                 ) from exc
+            if "WouldBlock" in str(exc):  # the write-ahead log's file lock is held
+                raise StoreUnavailableError(
+                    f"vector store {self.path} is open elsewhere (one handle per directory,"
+                    " e.g. another 'hindsight up'): stop it, or use another data directory"
+                    " (--data-dir / HINDSIGHT_DATA_DIR)"
+                ) from exc
             raise
 
     def _ensure_indexes(self) -> None:

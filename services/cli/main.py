@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import signal
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -47,6 +48,17 @@ def _fail(exc: BaseException) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _port_free(host: str, port: int) -> bool:
+    """Whether a TCP server could bind ``host:port`` now (as uvicorn binds: with SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 @app.command()
 def up(
     *,
@@ -61,13 +73,18 @@ def up(
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
     cfg = _settings(data_dir, bootstrap)
+    gateway = GatewaySettings(port=port)
+    if port and not _port_free(gateway.host, port):  # fail before starting every consumer
+        raise _fail(
+            OSError(f"port {port} on {gateway.host} is in use: pass --port N (or --port 0 for any free port)")
+        )
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with embedded_stack(cfg, GatewaySettings(port=port)) as stack:
+        async with embedded_stack(cfg, gateway) as stack:
             typer.echo(
                 f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
                 f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"

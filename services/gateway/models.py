@@ -93,7 +93,9 @@ class RecallRequest(_Body):
     )
     include_superseded: bool = Field(False, description="Also return superseded (older) versions.")
     time_zone: str | None = Field(
-        None, description="The caller's IANA time zone (e.g. 'Asia/Shanghai') for 'yesterday', 'last week'."
+        None,
+        min_length=1,
+        description="The caller's IANA time zone (e.g. 'Asia/Shanghai') for 'yesterday', 'last week'.",
     )
     token_budget: int | None = Field(
         None, ge=1, le=100_000, description="Most tokens of memory text to return (default 2,000)."

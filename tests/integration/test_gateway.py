@@ -349,6 +349,29 @@ async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gat
     assert empty.json()["error"]["fix"]
 
 
+async def test_unknown_time_zone_and_an_empty_time_window_are_refused_even_without_a_time_word(
+    gateway: Gateway,
+) -> None:
+    base = {"query": "seats", "user_id": USER}
+    async with gateway.client(KEY_A) as client:
+        mars = await client.post("/v1/recall", json={**base, "time_zone": "Mars/Olympus"})
+        blank = await client.post("/v1/recall", json={**base, "time_zone": ""})
+        window = await client.post(
+            "/v1/recall",
+            json={**base, "time_from": "2026-02-01T00:00:00Z", "time_to": "2026-01-01T00:00:00Z"},
+        )
+        shanghai = await client.post("/v1/recall", json={**base, "time_zone": "Asia/Shanghai"})
+    assert mars.status_code == 400, mars.text
+    assert mars.json()["error"]["field"] == "time_zone"
+    assert "Mars/Olympus" in mars.json()["error"]["message"]
+    assert blank.status_code == 422
+    assert blank.json()["error"]["field"] == "time_zone"
+    assert window.status_code == 400
+    assert window.json()["error"]["field"] == "time_from"
+    assert "earlier" in window.json()["error"]["fix"]
+    assert shanghai.status_code == 200
+
+
 async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(gateway: Gateway) -> None:
     keep = _memory(TENANT_A, "u-forget", "Carol's favourite colour is green.")
     soft = _memory(TENANT_A, "u-forget", "Carol's favourite colour is blue.", age_days=1)

@@ -57,6 +57,8 @@ def test_naive_reference_time_and_unknown_zone_are_refused() -> None:
         time_window("yesterday", datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="Mars/Olympus"):
         time_window("yesterday", REF, "Mars/Olympus")
+    with pytest.raises(ValueError, match="Mars/Olympus"):  # no time word: still checked
+        parse("seats by the window", REF, "Mars/Olympus")
 
 
 def test_entities_intent_and_recency() -> None:
