@@ -314,6 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
     ids = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     try:
         lines = run_recall_bench(

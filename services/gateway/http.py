@@ -224,6 +224,8 @@ def _validation_fix(kind: str, field: str, msg: str) -> tuple[str, str]:
         return field, f"add the required field '{field}'"
     if kind == "extra_forbidden":
         return field, f"remove '{field}': it is not a field of this request"
+    if kind == "timezone_aware":
+        return field, f"send '{field}' with a UTC offset, e.g. 2026-03-02T09:30:00+08:00 or ...Z"
     return field, f"send a valid '{field}': {msg}"
 
 

@@ -490,6 +490,7 @@ async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gate
     assert foreign_scope.json()["error"]["field"] == "scope"
     assert naive.status_code == 422
     assert naive.json()["error"]["field"] == "occurred_at"
+    assert "+08:00" in naive.json()["error"]["fix"]  # says how to add the offset, not what is wrong
 
     [(key, event)] = await _consume(
         gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == event_id, 1
