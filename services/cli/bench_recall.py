@@ -242,7 +242,7 @@ def run_recall_bench(
         conversations: sample ids to use; None = every sample in the file.
         k: ``top_k`` asked of every system (recall@10 needs ``k >= 10``).
         rerank: value of the request's ``rerank`` field.
-        data_dir: where the embedded stores keep their files (a fresh temp dir when None).
+        data_dir: where the embedded stores keep their files (a temp dir removed at the end when None).
         timeout_s: most seconds to wait for the pipeline to catch up.
         cache_dir: passage embedding cache of the baselines (default ``.cache/bench``).
 
@@ -251,11 +251,12 @@ def run_recall_bench(
         TimeoutError: the pipeline did not catch up in ``timeout_s``.
     """
     convs = [locomo.conversation(s) for s in locomo.select(locomo.load(data), conversations)]
-    workdir = data_dir or Path(tempfile.mkdtemp(prefix="hindsight-bench-recall-"))
     load_before = _load_load()
-    run = asyncio.run(
-        _pipeline(convs, k=k, rerank=rerank, data_dir=workdir, timeout_s=timeout_s, progress=progress)
-    )
+    with tempfile.TemporaryDirectory(prefix="hindsight-bench-recall-", ignore_cleanup_errors=True) as scratch:
+        workdir = data_dir or Path(scratch)
+        run = asyncio.run(
+            _pipeline(convs, k=k, rerank=rerank, data_dir=workdir, timeout_s=timeout_s, progress=progress)
+        )
     base = baseline_scores(convs, k=k, cache_dir=cache_dir, progress=progress)
     lines = [system_line(system, base[system]) for system in SYSTEMS]
     common = {"conversations": [c.sample_id for c in convs], "k": k}

@@ -947,55 +947,56 @@ def run_scale_bench(
         if emit is not None:
             emit(d)
 
-    work = workdir or Path(tempfile.mkdtemp(prefix="hindsight-bench-scale-"))
-    embedder = LocalE5Embedder()
-    pool = build_pool(data, pool_size, embedder, cache_dir)
-    _emit(
-        _r(
-            {
-                "bench": "scale-pool",
-                "pool_texts": len(pool.items),
-                "cached_before": pool.cached_before,
-                "embed_seconds": pool.embed_seconds,
-                "note": "memories reuse the real e5 vectors of this pool across users (+ small noise); "
-                "100k distinct embeddings would take ~1.5 h here",
-            }
-        )
-    )
-    people = make_users(users, tenants=tenants, skew=user_skew)
-    qs = make_queries(data, people, queries)
-    reranker = _reranker(embedder)
-    embedder.embed_queries(["warm-up"])
-    for size in sizes:
-        recall_at_size(
-            size,
-            pool,
-            people,
-            qs,
-            embedder=embedder,
-            reranker=reranker,
-            rerank_queries=queries if rerank_queries is None else rerank_queries,
-            workdir=work,
-            optimize=optimize,
-            emit=_emit,
-        )
-    if ingest:
-        for line in asyncio.run(
-            _ingest(
-                data,
-                rates=[rate] if isinstance(rate, int | float) else list(rate),
-                seconds=seconds,
-                burst=burst,
-                ingest_users=ingest_users,
-                preload=preload,
-                pool=pool,
-                users=people,
-                workdir=work,
-                drain_timeout_s=drain_timeout_s,
-                event_chars=event_chars,
+    with tempfile.TemporaryDirectory(prefix="hindsight-bench-scale-", ignore_cleanup_errors=True) as scratch:
+        work = workdir or Path(scratch)
+        embedder = LocalE5Embedder()
+        pool = build_pool(data, pool_size, embedder, cache_dir)
+        _emit(
+            _r(
+                {
+                    "bench": "scale-pool",
+                    "pool_texts": len(pool.items),
+                    "cached_before": pool.cached_before,
+                    "embed_seconds": pool.embed_seconds,
+                    "note": "memories reuse the real e5 vectors of this pool across users (+ small noise); "
+                    "100k distinct embeddings would take ~1.5 h here",
+                }
             )
-        ):
-            _emit(line)
+        )
+        people = make_users(users, tenants=tenants, skew=user_skew)
+        qs = make_queries(data, people, queries)
+        reranker = _reranker(embedder)
+        embedder.embed_queries(["warm-up"])
+        for size in sizes:
+            recall_at_size(
+                size,
+                pool,
+                people,
+                qs,
+                embedder=embedder,
+                reranker=reranker,
+                rerank_queries=queries if rerank_queries is None else rerank_queries,
+                workdir=work,
+                optimize=optimize,
+                emit=_emit,
+            )
+        if ingest:
+            for line in asyncio.run(
+                _ingest(
+                    data,
+                    rates=[rate] if isinstance(rate, int | float) else list(rate),
+                    seconds=seconds,
+                    burst=burst,
+                    ingest_users=ingest_users,
+                    preload=preload,
+                    pool=pool,
+                    users=people,
+                    workdir=work,
+                    drain_timeout_s=drain_timeout_s,
+                    event_chars=event_chars,
+                )
+            ):
+                _emit(line)
     return out
 
 

@@ -130,7 +130,12 @@ def demo(
     from services.cli.embedded import embedded_stack  # noqa: PLC0415
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
-    workdir = data_dir or Path(tempfile.mkdtemp(prefix="hindsight-demo-"))
+    scratch = (
+        None
+        if data_dir
+        else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
+    )
+    workdir = data_dir or Path(scratch.name if scratch else ".")
     cfg = _settings(workdir, bootstrap)
     api_key = "dev-demo-key"
     try:
@@ -158,7 +163,7 @@ def demo(
     gateway = GatewaySettings(port=0, api_keys={api_key: tenants[0]} if tenants else {})
     typer.echo(
         f"demo: {n_conv} conversation(s), {len(events)} events, {len(questions)} questions; "
-        f"data in {workdir}",
+        f"data in {workdir}" + (" (removed at exit; --data-dir keeps it)" if scratch else ""),
         err=True,
     )
 
@@ -174,6 +179,9 @@ def demo(
         line = asyncio.run(main())
     except (HindsightError, TimeoutError) as exc:
         raise _fail(exc) from exc
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
     typer.echo(line)
 
 
