@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -321,6 +321,32 @@ def check_matrix(vectors: npt.ArrayLike, dim: int) -> FloatVector:
     if not np.isfinite(array).all():
         raise ValueError("vectors have NaN or infinite components")
     return array
+
+
+def unique_ids(ids: Sequence[str]) -> list[str]:
+    """``ids`` canonicalised (:func:`canonical_id`), duplicates dropped, first order kept.
+
+    Raises:
+        ValueError: an id is not a UUID string.
+    """
+    return list(dict.fromkeys(canonical_id(i) for i in ids))
+
+
+def named_dense(vectors: object) -> np.ndarray | None:
+    """The ``(d,)`` float32 dense vector in an engine's per-point mapping of named vectors (what
+    qdrant-edge and qdrant-client return for ``with_vector(s)``), or ``None`` when it has none."""
+    dense = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
+    return None if dense is None else np.asarray(dense, dtype=np.float32)
+
+
+def dense_by_id(points: Iterable[Any]) -> dict[str, np.ndarray]:
+    """``{str(point.id): (d,) float32}`` for the points (engine records) that carry a dense vector."""
+    out = {}
+    for point in points:
+        vector = named_dense(point.vector)
+        if vector is not None:
+            out[str(point.id)] = vector
+    return out
 
 
 def check_limit(limit: int) -> int:

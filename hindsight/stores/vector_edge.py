@@ -60,6 +60,9 @@ from hindsight.stores.vector import (
     check_matrix,
     check_vector,
     compile_filter,
+    dense_by_id,
+    named_dense,
+    unique_ids,
 )
 
 _CONFIG_FILE = "edge_config.json"
@@ -105,10 +108,6 @@ def _index_schema(field: str, kind: PayloadIndexKind) -> qe.PayloadSchemaType | 
     if kind is PayloadIndexKind.KEYWORD:
         return qe.PayloadSchemaType.Keyword
     return qe.PayloadSchemaType.Float
-
-
-def _unique_ids(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(canonical_id(i) for i in ids))
 
 
 class EdgeVectorStore:
@@ -211,16 +210,11 @@ class EdgeVectorStore:
             with_vector=[DENSE_VECTOR] if with_vectors else False,
         )
 
-    @staticmethod
-    def _dense(found: object) -> np.ndarray | None:
-        dense = found.get(DENSE_VECTOR) if isinstance(found, dict) else None
-        return None if dense is None else np.asarray(dense, dtype=np.float32)
-
     @classmethod
     def _hits(cls, points: list[qe.ScoredPoint]) -> list[ScoredRecord]:
         return [
             ScoredRecord(
-                id=str(p.id), score=float(p.score), payload=p.payload or {}, vector=cls._dense(p.vector)
+                id=str(p.id), score=float(p.score), payload=p.payload or {}, vector=named_dense(p.vector)
             )
             for p in points
         ]
@@ -291,7 +285,7 @@ class EdgeVectorStore:
             StoreUnavailableError: the engine failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return []
         with _engine_errors("retrieve"):
@@ -308,26 +302,20 @@ class EdgeVectorStore:
             StoreUnavailableError: the engine failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return {}
         with _engine_errors("retrieve vectors"):
             found = self._shard.retrieve(list(wanted), False, [DENSE_VECTOR])
-        out = {}
-        for record in found:
-            vec = self._dense(record.vector)
-            if vec is not None:
-                out[str(record.id)] = vec
-        return out
+        return dense_by_id(found)
 
     @staticmethod
     def _record(found: qe.Record, with_vectors: bool) -> VectorRecord:
         vectors = found.vector if with_vectors and isinstance(found.vector, dict) else {}
-        dense = vectors.get(DENSE_VECTOR)
         sparse = vectors.get(SPARSE_VECTOR)
         return VectorRecord(
             id=str(found.id),
-            vector=None if dense is None else np.asarray(dense, dtype=np.float32),
+            vector=named_dense(vectors),
             payload=found.payload or {},
             sparse=SparseVector(tuple(sparse.indices), tuple(sparse.values))
             if isinstance(sparse, qe.SparseVector)
@@ -342,7 +330,7 @@ class EdgeVectorStore:
             StoreUnavailableError: the engine failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted or not values:
             return
         # By filter, not by id list: the id-list form fails the whole call on one missing id.
@@ -392,7 +380,7 @@ class EdgeVectorStore:
             StoreUnavailableError: the engine failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return
         with _engine_errors("delete"):

@@ -51,6 +51,9 @@ from hindsight.stores.vector import (
     check_matrix,
     check_vector,
     compile_filter,
+    dense_by_id,
+    named_dense,
+    unique_ids,
 )
 
 _TRANSIENT_HTTP = frozenset({408, 429, 500, 502, 503, 504})
@@ -116,10 +119,6 @@ def _index_schema(field: str, kind: PayloadIndexKind) -> models.PayloadSchemaTyp
     if kind is PayloadIndexKind.KEYWORD:
         return models.PayloadSchemaType.KEYWORD
     return models.PayloadSchemaType.FLOAT
-
-
-def _unique_ids(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(canonical_id(i) for i in ids))
 
 
 def _payload(payload: dict[str, Any] | None) -> dict[str, Any]:
@@ -214,16 +213,11 @@ class QdrantVectorStore:
             for start in range(0, len(points), self._batch):
                 self._client.upsert(self.collection, points=points[start : start + self._batch], wait=True)
 
-    @staticmethod
-    def _dense(found: object) -> np.ndarray | None:
-        dense = found.get(DENSE_VECTOR) if isinstance(found, dict) else None
-        return None if dense is None else np.asarray(dense, dtype=np.float32)
-
     @classmethod
     def _hits(cls, points: list[models.ScoredPoint]) -> list[ScoredRecord]:
         return [
             ScoredRecord(
-                id=str(p.id), score=float(p.score), payload=_payload(p.payload), vector=cls._dense(p.vector)
+                id=str(p.id), score=float(p.score), payload=_payload(p.payload), vector=named_dense(p.vector)
             )
             for p in points
         ]
@@ -309,7 +303,7 @@ class QdrantVectorStore:
             StoreUnavailableError: the server failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return []
         with _client_errors("retrieve"):
@@ -328,28 +322,22 @@ class QdrantVectorStore:
             StoreUnavailableError: the server failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return {}
         with _client_errors("retrieve vectors"):
             found = self._client.retrieve(
                 self.collection, ids=wanted, with_payload=False, with_vectors=[DENSE_VECTOR]
             )
-        out = {}
-        for record in found:
-            vec = self._dense(record.vector)
-            if vec is not None:
-                out[str(record.id)] = vec
-        return out
+        return dense_by_id(found)
 
     @staticmethod
     def _record(found: models.Record, with_vectors: bool) -> VectorRecord:
         vectors = found.vector if with_vectors and isinstance(found.vector, dict) else {}
-        dense = vectors.get(DENSE_VECTOR)
         sparse = vectors.get(SPARSE_VECTOR)
         return VectorRecord(
             id=str(found.id),
-            vector=None if dense is None else np.asarray(dense, dtype=np.float32),
+            vector=named_dense(vectors),
             payload=_payload(found.payload),
             sparse=None
             if not isinstance(sparse, models.SparseVector)
@@ -364,7 +352,7 @@ class QdrantVectorStore:
             StoreUnavailableError: the server failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted or not values:
             return
         # By filter, not by id list: the id-list form fails (after a partial write, in local mode)
@@ -416,7 +404,7 @@ class QdrantVectorStore:
             StoreUnavailableError: the server failed or the store is closed.
         """
         self._check_open()
-        wanted = _unique_ids(ids)
+        wanted = unique_ids(ids)
         if not wanted:
             return
         selector = models.PointIdsList(points=list(wanted))
