@@ -123,14 +123,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         from hindsight.inference.triton_client import TritonTarget  # noqa: PLC0415
         from hindsight.inference.triton_embedder import TritonEmbedder  # noqa: PLC0415
 
-        target = TritonTarget(
-            url=settings.triton_address(),
-            protocol=settings.triton_protocol,
-            model=settings.triton_model,
-            timeout_s=settings.timeout_s,
-            max_attempts=settings.max_attempts,
-            env_prefix="HINDSIGHT_EMBEDDER_",
-        )
+        target = TritonTarget.from_settings(settings)
         return TritonEmbedder(target, name=settings.model, dim=settings.dim, batch_size=settings.batch_size)
     if settings.backend != "local":
         raise ConfigurationError(

@@ -147,14 +147,7 @@ def build_llm(settings: LLMSettings) -> LLM:
         from hindsight.inference.llm_triton import TritonLLM  # noqa: PLC0415
         from hindsight.inference.triton_client import TritonTarget  # noqa: PLC0415
 
-        target = TritonTarget(
-            url=settings.triton_address(),
-            protocol=settings.triton_protocol,
-            model=settings.triton_model,
-            timeout_s=settings.timeout_s,
-            max_attempts=settings.max_attempts,
-            env_prefix="HINDSIGHT_LLM_",
-        )
+        target = TritonTarget.from_settings(settings)
         return TritonLLM(target, name=settings.model, defaults=defaults)
     if settings.backend == "openai":
         from hindsight.inference.llm_openai import OpenAILLM  # noqa: PLC0415

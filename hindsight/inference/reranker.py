@@ -109,14 +109,7 @@ def build_reranker(settings: RerankerSettings, *, embedder: Embedder | None = No
         from hindsight.inference.triton_client import TritonTarget  # noqa: PLC0415
         from hindsight.inference.triton_reranker import TritonReranker  # noqa: PLC0415
 
-        target = TritonTarget(
-            url=settings.triton_address(),
-            protocol=settings.triton_protocol,
-            model=settings.triton_model,
-            timeout_s=settings.timeout_s,
-            max_attempts=settings.max_attempts,
-            env_prefix="HINDSIGHT_RERANKER_",
-        )
+        target = TritonTarget.from_settings(settings)
         return TritonReranker(target, name=settings.model, batch_size=settings.batch_size)
     if settings.backend != "local":
         raise ConfigurationError(

@@ -24,13 +24,16 @@ import http.client
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 from tritonclient.utils import InferenceServerException
 
 from hindsight.errors import ConfigurationError, HindsightError, ModelUnavailableError
+
+if TYPE_CHECKING:
+    from hindsight.settings import EmbedderSettings, LLMSettings, RerankerSettings
 
 T = TypeVar("T")
 
@@ -70,6 +73,19 @@ class TritonTarget:
     max_attempts: int = 3
     env_prefix: str = "HINDSIGHT_EMBEDDER_"
     backoff_max_s: float = 2.0
+
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings | RerankerSettings | LLMSettings) -> TritonTarget:
+        """The target a model's settings name (address, protocol, model, timeout, attempts); error
+        messages name the settings' own env prefix (e.g. ``HINDSIGHT_RERANKER_``)."""
+        return cls(
+            url=settings.triton_address(),
+            protocol=settings.triton_protocol,
+            model=settings.triton_model,
+            timeout_s=settings.timeout_s,
+            max_attempts=settings.max_attempts,
+            env_prefix=str(settings.model_config.get("env_prefix", "")),
+        )
 
     @property
     def display(self) -> str:

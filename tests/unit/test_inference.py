@@ -317,3 +317,16 @@ def test_local_embedder_runs_the_model_on_one_thread_whoever_calls() -> None:
     assert next(iter(seen)).startswith("hindsight-e5")
     for vectors in there:
         np.testing.assert_array_equal(vectors, here)
+
+
+def test_triton_target_from_settings_names_each_models_env_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight.inference.triton_client import TritonTarget  # noqa: PLC0415
+    from hindsight.settings import LLMSettings, RerankerSettings  # noqa: PLC0415
+
+    monkeypatch.setenv("HINDSIGHT_RERANKER_TRITON_URL", "http://gpu-1:8000/")
+    monkeypatch.setenv("HINDSIGHT_RERANKER_TRITON_PROTOCOL", "http")
+    reranker = TritonTarget.from_settings(RerankerSettings())
+    assert (reranker.url, reranker.protocol, reranker.model) == ("gpu-1:8000", "http", "reranker")
+    assert "HINDSIGHT_RERANKER_TRITON_URL" in reranker.hint()
+    llm = TritonTarget.from_settings(LLMSettings())
+    assert (llm.model, llm.env_prefix, llm.timeout_s) == ("llm", "HINDSIGHT_LLM_", LLMSettings().timeout_s)
