@@ -1,5 +1,6 @@
 """Conversion between :class:`schemas.Memory` and the vector store payload (DESIGN.md section 2), and
-the constructor of a :class:`schemas.MemoryCandidate` (:func:`memory_candidate`).
+the constructors of memory candidates (:func:`memory_candidate`, :func:`compressed_candidate`) and of
+the memory a candidate becomes (:func:`memory_from_candidate`).
 
 The payload is the memory's JSON plus float epoch-second copies of its times (``created_ts``,
 ``stored_ts``, ``last_accessed_ts``) for range filters and scoring, ``text_tokens`` (tokens of the
@@ -14,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from hindsight.recall.budget import count_tokens
-from hindsight.text import TextFeatures, speaker_text
-from schemas import InteractionEvent, Memory, MemoryCandidate, Provenance
+from hindsight.stores.working_memory import WorkingItem
+from hindsight.text import TextFeatures, compress, features, speaker_text
+from schemas import InteractionEvent, Memory, MemoryCandidate, Provenance, SessionClosedEvent
 from schemas.v1 import Source
 
 _DERIVED = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
@@ -72,7 +74,7 @@ def public_view(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def memory_candidate(
-    owner: InteractionEvent,
+    owner: InteractionEvent | SessionClosedEvent,
     *,
     memory_id: str,
     text: str,
@@ -105,7 +107,7 @@ def memory_candidate(
         content=text,
         source=source,
         speaker=speaker,
-        scope=owner.scope,
+        scope=owner.scope if isinstance(owner, InteractionEvent) else "global",
         tags=tags,
         entities=features.entities,
         intent=features.intent,
@@ -114,4 +116,57 @@ def memory_candidate(
         occurred_at=occurred_at,
         reason=reason,
         provenance=Provenance(event_ids=(event_id,), external_refs=(external_ref,) if external_ref else ()),
+    )
+
+
+def compressed_candidate(
+    item: WorkingItem, owner: InteractionEvent | SessionClosedEvent, trust: float
+) -> MemoryCandidate:
+    """Episodic candidate for a working-memory item that leaves working memory without having been
+    kept (DESIGN.md section 2: compressed, never just dropped): pushed out by a newer item (the
+    write-trigger, ``owner`` the pushing event) or left over when its session closes (reflect,
+    ``owner`` the close; scope ``global``)."""
+    text = compress(item.content)
+    f = features(text)
+    return memory_candidate(
+        owner,
+        memory_id=item.id,
+        text=text,
+        source=item.source,
+        features=f,
+        tags=("compressed", *f.tags),
+        importance=item.importance,
+        confidence=trust,
+        occurred_at=item.created_at,
+        reason="compressed: pushed out of working memory",
+        event_id=item.event_id,
+        external_ref=item.external_ref,
+    )
+
+
+def memory_from_candidate(c: MemoryCandidate, *, stored_at: datetime, model: str) -> Memory:
+    """The new memory record for a candidate (``last_accessed_at`` starts at ``stored_at``)."""
+    return Memory(
+        id=c.memory_id,
+        tenant_id=c.tenant_id,
+        user_id=c.user_id,
+        agent_id=c.agent_id,
+        session_id=c.session_id,
+        type=c.type,
+        kind=c.kind,
+        content=c.content,
+        source=c.source,
+        speaker=c.speaker,
+        scope=c.scope,
+        tags=c.tags,
+        entities=c.entities,
+        intent=c.intent,
+        importance=c.importance,
+        confidence=c.confidence,
+        created_at=c.occurred_at,
+        stored_at=stored_at,
+        valid_from=c.occurred_at,
+        last_accessed_at=stored_at,
+        provenance=c.provenance,
+        embedding_model=model,
     )

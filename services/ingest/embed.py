@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hindsight.consumer import Envelope, Rejection, parse_model
-from hindsight.records import from_payload, to_payload
+from hindsight.records import from_payload, memory_from_candidate, to_payload
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.text import speaker_text
 from schemas import Memory, MemoryCandidate, MemoryStoredEvent, Topic, partition_key
@@ -41,34 +41,6 @@ if TYPE_CHECKING:
 def embed_text(candidate: MemoryCandidate | Memory) -> str:
     """Text that is embedded: ``"speaker: content"`` when the speaker is known."""
     return speaker_text(candidate.speaker, candidate.content)
-
-
-def memory_from_candidate(c: MemoryCandidate, *, stored_at: datetime, model: str) -> Memory:
-    """The new memory record for a candidate (``last_accessed_at`` starts at ``stored_at``)."""
-    return Memory(
-        id=c.memory_id,
-        tenant_id=c.tenant_id,
-        user_id=c.user_id,
-        agent_id=c.agent_id,
-        session_id=c.session_id,
-        type=c.type,
-        kind=c.kind,
-        content=c.content,
-        source=c.source,
-        speaker=c.speaker,
-        scope=c.scope,
-        tags=c.tags,
-        entities=c.entities,
-        intent=c.intent,
-        importance=c.importance,
-        confidence=c.confidence,
-        created_at=c.occurred_at,
-        stored_at=stored_at,
-        valid_from=c.occurred_at,
-        last_accessed_at=stored_at,
-        provenance=c.provenance,
-        embedding_model=model,
-    )
 
 
 class EmbedStage:

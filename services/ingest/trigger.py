@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.ids import turn_memory_id
-from hindsight.records import memory_candidate
+from hindsight.records import compressed_candidate, memory_candidate
 from hindsight.stores.working_memory import SessionKey, WorkingItem
-from hindsight.text import features
 from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Topic, partition_key
-from services.ingest.write_trigger import WriteDecision, compress, decide
+from services.ingest.write_trigger import WriteDecision, decide
 
 if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
@@ -54,26 +53,6 @@ def candidate_for(event: InteractionEvent, decision: WriteDecision, trust: float
         event_id=event.event_id,
         external_ref=event.external_ref,
         speaker=event.speaker,
-    )
-
-
-def compressed_candidate(item: WorkingItem, owner: InteractionEvent, trust: float) -> MemoryCandidate:
-    """Episodic candidate for a working-memory item pushed out without having been kept."""
-    text = compress(item.content)
-    f = features(text)
-    return memory_candidate(
-        owner,
-        memory_id=item.id,
-        text=text,
-        source=item.source,
-        features=f,
-        tags=("compressed", *f.tags),
-        importance=item.importance,
-        confidence=trust,
-        occurred_at=item.created_at,
-        reason="compressed: pushed out of working memory",
-        event_id=item.event_id,
-        external_ref=item.external_ref,
     )
 
 

@@ -24,15 +24,19 @@ from typing import TYPE_CHECKING
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.errors import RetryableError
 from hindsight.ids import stable_id
-from hindsight.records import from_payload, to_payload, with_merged_provenance
+from hindsight.records import (
+    compressed_candidate,
+    from_payload,
+    memory_from_candidate,
+    to_payload,
+    with_merged_provenance,
+)
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
-from hindsight.text import compress, features
 from schemas import (
     EpisodeEvent,
     Memory,
     MemoryOperation,
-    Provenance,
     ReflectionResult,
     SessionClosedEvent,
     Topic,
@@ -208,35 +212,9 @@ class ReflectStage:
         for item in await self._working.items(session):
             if item.id in accounted:
                 continue
-            text = compress(item.content)
-            f = features(text)
-            out.append(
-                Memory(
-                    id=item.id,
-                    tenant_id=close.tenant_id,
-                    user_id=close.user_id,
-                    agent_id=close.agent_id,
-                    session_id=close.session_id,
-                    type="episodic",
-                    kind="turn",
-                    content=text,
-                    source=item.source,
-                    tags=("compressed", *f.tags),
-                    entities=f.entities,
-                    intent=f.intent,
-                    importance=item.importance,
-                    confidence=0.5,
-                    created_at=item.created_at,
-                    stored_at=now,
-                    valid_from=item.created_at,
-                    last_accessed_at=now,
-                    embedding_model=self._embedder.name,
-                    provenance=Provenance(
-                        event_ids=(item.event_id,),
-                        external_refs=(item.external_ref,) if item.external_ref else (),
-                    ),
-                )
-            )
+            # confidence 0.5: nothing vouched for an item that was never judged worth keeping
+            candidate = compressed_candidate(item, close, 0.5)
+            out.append(memory_from_candidate(candidate, stored_at=now, model=self._embedder.name))
         return out
 
     async def _abstract(

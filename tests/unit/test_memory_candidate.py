@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from hindsight.ids import turn_memory_id
-from hindsight.records import memory_candidate
+from hindsight.records import compressed_candidate, memory_candidate, memory_from_candidate
 from hindsight.stores.working_memory import WorkingItem
-from hindsight.text import TextFeatures
-from schemas import InteractionEvent, MemoryCandidate, Provenance
-from services.ingest.trigger import candidate_for, compressed_candidate
+from hindsight.text import TextFeatures, features
+from schemas import InteractionEvent, Memory, MemoryCandidate, Provenance, SessionClosedEvent
+from services.ingest.trigger import candidate_for
 from services.ingest.write_trigger import decide
 
 pytestmark = pytest.mark.unit
@@ -131,3 +131,54 @@ def test_compressed_candidate_keeps_the_items_identity_and_the_owners_session() 
     assert got.occurred_at == item.created_at
     assert got.provenance == Provenance(event_ids=("e-old",))
     assert (got.tenant_id, got.user_id, got.agent_id, got.session_id) == ("t1", "u1", "a1", "s1")
+
+
+def test_a_session_leftover_becomes_the_same_memory_reflect_built_by_hand() -> None:
+    """Reflect's leftover of a closed session (compressed_candidate + memory_from_candidate) gives
+    exactly the record it used to build field by field: global scope, confidence 0.5, valid from
+    the item's time, last accessed when stored."""
+    item = WorkingItem(
+        id="m-left",
+        content="Booked  the\tLisbon flight",
+        importance=0.3,
+        turn_index=2,
+        created_at=AT,
+        source="user",
+        external_ref="D2:7",
+        event_id="e-left",
+    )
+    close = SessionClosedEvent(
+        tenant_id="t1",
+        user_id="u1",
+        agent_id="a1",
+        session_id="s1",
+        event_id="close-1",
+        closed_at=AT,
+        outcome="success",
+    )
+    now = datetime(2024, 5, 2, tzinfo=UTC)
+    got = memory_from_candidate(compressed_candidate(item, close, 0.5), stored_at=now, model="e5")
+    f = features("Booked the Lisbon flight")
+    assert got == Memory(
+        id="m-left",
+        tenant_id="t1",
+        user_id="u1",
+        agent_id="a1",
+        session_id="s1",
+        type="episodic",
+        kind="turn",
+        content="Booked the Lisbon flight",
+        source="user",
+        tags=("compressed", *f.tags),
+        entities=f.entities,
+        intent=f.intent,
+        importance=0.3,
+        confidence=0.5,
+        created_at=AT,
+        stored_at=now,
+        valid_from=AT,
+        last_accessed_at=now,
+        embedding_model="e5",
+        provenance=Provenance(event_ids=("e-left",), external_refs=("D2:7",)),
+    )
+    assert got.scope == "global"
