@@ -12,13 +12,15 @@ so a redelivered duplicate is not counted twice).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hindsight.recall.budget import count_tokens
-from hindsight.stores.working_memory import WorkingItem
 from hindsight.text import TextFeatures, compress, features, speaker_text
+from hindsight.tokens import count_tokens
 from schemas import InteractionEvent, Memory, MemoryCandidate, Provenance, SessionClosedEvent
 from schemas.v1 import Source
+
+if TYPE_CHECKING:
+    from hindsight.stores.working_memory import WorkingItem
 
 _DERIVED = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
 _BOOKKEEPING = ("merged_ids", "merged_event_ids", "merged_refs", "expired_ts", "eviction_score")

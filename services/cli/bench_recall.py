@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight.eval import locomo, metrics
-from hindsight.eval.baselines import SYSTEMS, EmbeddingCache, TurnIndex, conversation_turns, count_tokens
+from hindsight.eval.baselines import SYSTEMS, EmbeddingCache, TurnIndex, conversation_turns
+from hindsight.tokens import count_tokens
 
 if TYPE_CHECKING:
     from services.cli.embedded import Stack
