@@ -21,7 +21,6 @@ from pydantic import BaseModel, ValidationError
 from hindsight.ids import access_id
 from hindsight.pii import redact
 from hindsight.recall import RecallParams, recall
-from hindsight.recall.query import zone
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
@@ -271,13 +270,6 @@ class MemoryService:
                     field="time_from",
                     fix="send time_from earlier than time_to (the window is [time_from, time_to))",
                 )
-            if time_zone is not None:
-                try:
-                    zone(time_zone)
-                except ValueError as exc:
-                    raise InvalidRequestError(
-                        str(exc), field="time_zone", fix="use an IANA zone name"
-                    ) from exc
             flt = MemoryFilter(
                 tenant_id=principal.tenant_id,
                 user_id=user_id,
