@@ -83,12 +83,11 @@ def _rerank(
     reranker: Reranker,
     params: RecallParams,
 ) -> dict[str, Candidate]:
-    fused = rank.fuse(
-        [c.id for c in sorted(found.values(), key=lambda c: c.dense_rank or 10**9) if c.dense_rank],
-        [c.id for c in sorted(found.values(), key=lambda c: c.lexical_rank or 10**9) if c.lexical_rank],
-        k=params.rrf_k,
-    )[: params.rerank_top_n]
-    ids = [item for item, _ in fused]
+    # the best rerank_top_n by the fused score of both lists (ties by id, as rank.fuse orders them)
+    best = sorted(
+        found.values(), key=lambda c: (-rank.rrf(c.dense_rank, c.lexical_rank, k=params.rrf_k), c.id)
+    )
+    ids = [c.id for c in best[: params.rerank_top_n]]
     texts = [budget.payload_text(found[i].payload) for i in ids]
     vectors = [v for v in (found[i].vector for i in ids) if v is not None]
     if ids and len(vectors) == len(ids):
