@@ -171,3 +171,31 @@ def test_top_k_cut_ranks_and_chronological_order() -> None:
     chrono = order(scored, RecallParams(top_k=3, order="chronological"))
     assert [m.id for m in chrono] == ["0", "1", "2"]  # oldest first among the best three
     assert [m.rank for m in chrono] == [1, 2, 3]
+
+
+def test_rerank_scores_the_best_fused_candidates_with_the_vectors_recall_holds() -> None:
+    """``rerank_top_n`` candidates by fused score (ties by id) go to the reranker, with their vectors
+    and the query vector; its order becomes ``rerank_rank``; the others are left alone."""
+    from hindsight.recall.pipeline import _rerank  # noqa: PLC0415
+
+    seen: dict[str, object] = {}
+
+    class Reverse:
+        name = "reverse"
+
+        def score(self, query: str, passages: list[str], **vectors: np.ndarray) -> np.ndarray:
+            seen.update(passages=list(passages), **vectors)
+            return np.arange(len(passages), dtype=np.float32)  # last one best
+
+    def c(mid: str, dense: int | None, lexical: int | None) -> Candidate:
+        return Candidate(
+            mid, {"content": mid}, 0.8, vector=np.array([1.0, 0.0]), dense_rank=dense, lexical_rank=lexical
+        )
+
+    found = {m.id: m for m in (c("both", 2, 1), c("d1", 1, None), c("l2", None, 2), c("d9", 9, None))}
+    out = _rerank(found, "q", np.array([0.0, 1.0]), Reverse(), RecallParams(rerank_top_n=3))
+    assert seen["passages"] == ["both", "d1", "l2"]
+    assert seen["passage_vectors"].shape == (3, 2)
+    np.testing.assert_array_equal(seen["query_vector"], [0.0, 1.0])
+    assert [out[m].rerank_rank for m in ("l2", "d1", "both")] == [1, 2, 3]
+    assert out["d9"].rerank_rank is None
