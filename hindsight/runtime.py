@@ -25,8 +25,10 @@ from hindsight.publisher import EventPublisher
 from hindsight.settings import AllSettings, KafkaSettings
 
 if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
     from redis.asyncio import Redis
 
+    from hindsight.analytics.store import AnalyticsStore
     from hindsight.inference.embedder import Embedder
     from hindsight.inference.reranker import Reranker
     from hindsight.lexical import LexicalEncoder
@@ -212,19 +214,63 @@ class Resources:
             self._cache["vectors"] = store
         return self._cache["vectors"]  # type: ignore[no-any-return]
 
-    def access_log(self) -> AccessLogStore:
-        """ClickHouse access log: server by DSN, or embedded chdb under ``data_dir/clickhouse``."""
-        if "accesslog" not in self._cache:
-            import clickhouse_connect  # noqa: PLC0415
+    def clickhouse(self) -> Client:
+        """The process's one ClickHouse client (server by DSN, or embedded chdb under
+        ``data_dir/clickhouse``: chDB allows one data directory per process), with the analytics schema
+        migrated (:mod:`hindsight.analytics.schema`: versioned, applied at start-up).
 
+        Raises:
+            StoreUnavailableError: ClickHouse cannot be opened or refused a migration (an embedded
+                directory held by another process says so).
+            ConfigurationError: the database is at a newer schema version than this release.
+        """
+        if "clickhouse" not in self._cache:
+            import clickhouse_connect  # noqa: PLC0415
+            from clickhouse_connect.driver.exceptions import ClickHouseError  # noqa: PLC0415
+
+            from hindsight.analytics.schema import SchemaNames, TtlDays, current_database  # noqa: PLC0415
+            from hindsight.analytics.store import AnalyticsStore  # noqa: PLC0415
+            from hindsight.errors import StoreUnavailableError  # noqa: PLC0415
+
+            ch = self.settings.clickhouse
+            dsn = ch.dsn or f"chdb://{self._data_dir('clickhouse')}"
+            try:
+                client = clickhouse_connect.get_client(dsn=dsn)
+            except ClickHouseError as exc:
+                hint = (
+                    "check HINDSIGHT_CLICKHOUSE_DSN"
+                    if ch.dsn
+                    else "is another process using it? pass --data-dir"
+                )
+                raise StoreUnavailableError(f"cannot open ClickHouse at {dsn} ({hint}): {exc}") from exc
+            self._stack.callback(client.close)
+            ttl = TtlDays(
+                access=ch.access_ttl_days,
+                recall=ch.recall_ttl_days,
+                feedback=ch.feedback_ttl_days,
+                inventory=ch.inventory_ttl_days,
+                quarantine=ch.quarantine_ttl_days,
+            )
+            names = SchemaNames(ch.database or current_database(client), ch.table, ttl)
+            store = AnalyticsStore(client, names)
+            store.migrate()
+            self._cache["analytics"] = store
+            self._cache["clickhouse"] = client
+        return self._cache["clickhouse"]  # type: ignore[no-any-return]
+
+    def analytics(self) -> AnalyticsStore:
+        """Recall log, feedback, inventory and quarantine tables over :meth:`clickhouse`."""
+        self.clickhouse()
+        return self._cache["analytics"]  # type: ignore[no-any-return]
+
+    def access_log(self) -> AccessLogStore:
+        """ClickHouse access log (created by migration 1 of the analytics schema)."""
+        if "accesslog" not in self._cache:
             from hindsight.stores.accesslog import AccessLogStore  # noqa: PLC0415
 
-            dsn = self.settings.clickhouse.dsn or f"chdb://{self._data_dir('clickhouse')}"
-            client = clickhouse_connect.get_client(dsn=dsn)
-            self._stack.callback(client.close)
-            store = AccessLogStore(client, self.settings.clickhouse.table)
-            store.ensure_schema()
-            self._cache["accesslog"] = store
+            names = self.analytics().names
+            table = names.access_log if "." in names.access_log else f"{names.database}.{names.access_log}"
+            self._cache["accesslog"] = AccessLogStore(self.clickhouse(), table)
         return self._cache["accesslog"]  # type: ignore[no-any-return]
 
     async def redis(self) -> Redis:

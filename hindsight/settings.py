@@ -86,6 +86,14 @@ class ClickHouseSettings(BaseSettings):
 
     dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
     table: str = Field("access_log", description="Access log table.")
+    database: str = Field(
+        "", description="Database of the analytics tables (recall log, feedback, ...); empty = the DSN's."
+    )
+    access_ttl_days: int = Field(365, ge=1, description="Days the access log keeps a row (table TTL).")
+    recall_ttl_days: int = Field(90, ge=1, description="Days recall_log / recall_candidates keep a row.")
+    feedback_ttl_days: int = Field(180, ge=1, description="Days recall_feedback keeps a label.")
+    inventory_ttl_days: int = Field(730, ge=1, description="Days memory_inventory keeps a memory's row.")
+    quarantine_ttl_days: int = Field(90, ge=1, description="Days quarantine_log keeps an item.")
 
 
 class RedisSettings(BaseSettings):

@@ -39,6 +39,7 @@ CONSUMER_TOPICS: dict[str, list[str]] = {
     "ingest-embed": [Topic.CANDIDATES],
     "reflect": [Topic.SESSIONS],
     "accesslog": [Topic.ACCESS],
+    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES, Topic.QUARANTINE],
 }
 """Consumer group suffix -> topics it consumes (what "caught up" means)."""
 

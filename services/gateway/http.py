@@ -26,6 +26,8 @@ from services.gateway.auth import Principal
 from services.gateway.errors import ErrorBody, ErrorDetail, wire_error
 from services.gateway.models import (
     Accepted,
+    FeedbackRequest,
+    FeedbackResult,
     ForgetResult,
     HealthResponse,
     HistoryResponse,
@@ -142,6 +144,26 @@ async def recall(body: RecallRequest, principal: Caller, request: Request) -> Re
     """The memories most relevant to the query, each with its scores and provenance; one access event
     per returned memory is published to ``memory.access.v1``."""
     return await gateway_state(request).service.recall(principal, **body.model_dump())
+
+
+@memories.post(
+    "/recall/{query_id}/feedback",
+    response_model=FeedbackResult,
+    responses={404: {"model": ErrorBody, "description": "No such recall for this key's tenant (not_found)."}},
+    summary="Say which recalled memories were used",
+)
+async def recall_feedback(
+    query_id: Annotated[
+        str, Path(min_length=1, max_length=64, description="query_id of the recall response.")
+    ],
+    body: FeedbackRequest,
+    principal: Caller,
+    request: Request,
+) -> FeedbackResult:
+    """Label the memories a recall returned: ``used`` (and optionally ``unused``, ``wrong``,
+    ``outdated``); stored in ClickHouse for tuning, one label per (query, memory), so repeating the
+    call changes nothing. Returned memories not listed count as unused."""
+    return await gateway_state(request).service.feedback(principal, query_id=query_id, **body.model_dump())
 
 
 @memories.post(

@@ -144,7 +144,9 @@ def _seed(resources: Resources, memories: list[Memory]) -> None:
 
 
 @pytest.fixture(scope="module")
-async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+async def gateway(
+    kafka_bootstrap: str, chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
     """Resources over the session broker and a temp data dir, seeded memories, and the gateway app
     served by uvicorn on a free loopback port (its lifespan runs the MCP session manager)."""
     data_dir: Path = tmp_path_factory.mktemp("gateway")
@@ -152,11 +154,14 @@ async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
         runtime=RuntimeSettings(mode="local", data_dir=data_dir, log_level="WARNING", log_json=False),
         kafka=KafkaSettings(bootstrap=kafka_bootstrap, partitions=3, idempotent=False),
         qdrant=VectorStoreSettings(url="", collection="memories"),
-        clickhouse=ClickHouseSettings(dsn=""),
+        clickhouse=ClickHouseSettings(dsn=chdb_dsn, database=f"gateway_{uuid.uuid4().hex[:8]}"),
         redis=RedisSettings(url=""),
         embedder=EmbedderSettings(backend="local", dim=384, threads=2),
     )
-    await ensure_topics(kafka_bootstrap, {Topic.INTERACTIONS: 3, Topic.SESSIONS: 3, Topic.ACCESS: 3})
+    await ensure_topics(
+        kafka_bootstrap,
+        {Topic.INTERACTIONS: 3, Topic.SESSIONS: 3, Topic.ACCESS: 3, Topic.RECALLS: 3, Topic.FEEDBACK: 3},
+    )
     gateway_settings = GatewaySettings(
         api_keys={
             KEY_A: Principal(tenant_id=TENANT_A),
@@ -558,7 +563,7 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
     ):
         tools = await client_a.list_tools()
         names = {tool.name for tool in tools.tools}
-        assert names == {"retain", "recall", "reflect", "forget", "history"}
+        assert names == {"retain", "recall", "reflect", "feedback", "forget", "history"}
         recall_tool = next(tool for tool in tools.tools if tool.name == "recall")
         assert recall_tool.input_schema["properties"]["top_k"]["description"]
         assert "ctx" not in recall_tool.input_schema["properties"]
@@ -656,7 +661,7 @@ async def test_mcp_over_stdio_acts_as_the_principal_of_the_env_key(gateway: Gate
                 "retain", {"user_id": USER, "session_id": "s-stdio", "content": "stdio works"}
             )
         )
-    assert names == {"retain", "recall", "reflect", "forget", "history"}
+    assert names == {"retain", "recall", "reflect", "feedback", "forget", "history"}
     [(key, event)] = await _consume(
         gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == accepted["event_id"], 1
     )
