@@ -115,16 +115,14 @@ def test_migrations_apply_once_and_twice_is_a_no_op(clickhouse_client: Client) -
     }
     assert {"access_log", "recall_log", "recall_candidates", "recall_feedback", "memory_inventory"} <= tables
     assert {"quarantine_log", "v_floor_curve", "v_reuse_gaps", "v_recall_latency"} <= tables
-    ddl = clickhouse_client.query(
-        "SELECT create_table_query FROM system.tables WHERE database = {db:String} AND name = 'recall_candidates'",
-        parameters={"db": names.database},
-    ).result_rows[0][0]
-    assert "TTL" in ddl and "toIntervalDay(90)" in ddl
-    access_ddl = clickhouse_client.query(
-        "SELECT create_table_query FROM system.tables WHERE database = {db:String} AND name = 'access_log'",
-        parameters={"db": names.database},
-    ).result_rows[0][0]
-    assert "toIntervalDay(365)" in access_ddl
+    ddl = dict(
+        clickhouse_client.query(
+            "SELECT name, create_table_query FROM system.tables WHERE database = {db:String}",
+            parameters={"db": names.database},
+        ).result_rows
+    )
+    assert "TTL toDateTime(recalled_at) + toIntervalDay(90)" in ddl["recall_candidates"]
+    assert "toIntervalDay(365)" in ddl["access_log"]
 
 
 def test_a_newer_schema_than_this_release_is_refused(clickhouse_client: Client) -> None:
