@@ -26,6 +26,7 @@ from hindsight.settings import AllSettings, KafkaSettings
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
+    from pydantic_settings import BaseSettings
     from redis.asyncio import Redis
 
     from hindsight.analytics.store import AnalyticsStore
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
     from hindsight.stores.vector import VectorStore
+    from hindsight.tuning.settings_file import Applied
 
 log = logging.getLogger("hindsight.runtime")
 
@@ -146,6 +148,21 @@ class Resources:
         set it before anything asks for :meth:`vector_store`."""
         self.runners: dict[str, BatchRunner] = {}
         """Consumer group suffix -> the runner of the stage subscribed in it."""
+        self.tuned: dict[str, Applied] = {}
+        """Service -> the tuned settings it applied at start-up (reported by the gateway's /healthz)."""
+
+    def apply_tuned(self, service: str, settings: BaseSettings) -> Applied:
+        """Apply the tuned-settings file to ``settings`` of ``service`` (explicit settings win) and
+        record it (:func:`hindsight.tuning.settings_file.apply`).
+
+        Raises:
+            ConfigurationError: the tuned-settings file exists but is invalid.
+        """
+        from hindsight.tuning.settings_file import TuningSettings, apply  # noqa: PLC0415
+
+        applied = apply(service, settings, TuningSettings(), self.settings.runtime.data_dir)
+        self.tuned[service] = applied
+        return applied
 
     def publisher(self) -> EventPublisher:
         """A fresh publisher for one batch or request."""

@@ -73,7 +73,9 @@ class RequireApiKey:
 
 
 def gateway_state(resources: Resources, settings: GatewaySettings) -> GatewayState:
-    """The state both transports share, over open ``resources``."""
+    """The state both transports share, over open ``resources``; a tuned similarity floor is applied
+    from the tuned-settings file unless the environment sets one."""
+    resources.apply_tuned("gateway", settings)
     return GatewayState(
         service=MemoryService(resources, settings),
         keys=ApiKeys(settings.keys()),
@@ -202,6 +204,7 @@ async def run_stdio() -> None:
         await broker.connect()
         try:
             await _warm_up(resources)
+            resources.apply_tuned("gateway", gateway)
             state = GatewayState(
                 service=MemoryService(resources, gateway),
                 keys=keys,

@@ -211,12 +211,14 @@ async def _check_vector_store(state: GatewayState) -> str:
     summary="Health (no auth)",
 )
 async def healthz(request: Request) -> JSONResponse:
-    """200 when Kafka answers a metadata request and the vector store a count; else 503."""
+    """200 when Kafka answers a metadata request and the vector store a count; else 503. ``tuned``
+    lists the tuned-settings version and values each service of this process loaded at start-up."""
     state = gateway_state(request)
     broker, vectors = await asyncio.gather(_check_broker(state), _check_vector_store(state))
     checks = {"kafka": broker, "vector_store": vectors}
     healthy = all(value == "ok" for value in checks.values())
-    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks)
+    tuned = {name: applied.as_dict() for name, applied in state.resources.tuned.items()}
+    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks, tuned=tuned)
     return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
 
 

@@ -722,7 +722,9 @@ async def test_recall_logs_every_candidate_with_the_query_redacted(gateway: Gate
         assert c["memory_type"] in ("semantic", "episodic")
 
 
-async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isolated(gateway: Gateway) -> None:
+async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isolated(
+    gateway: Gateway,
+) -> None:
     async with gateway.client(KEY_A) as client_a, gateway.client(KEY_B) as client_b:
         recalled = await client_a.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
         body = recalled.json()
