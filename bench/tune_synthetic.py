@@ -170,23 +170,26 @@ def generate(
         others = rng.choice(peers, size=min(per_recall - 1, peers.size), replace=False) if peers.size else []
         sims = _similarities(rng, truth.unused_mean, truth.unused_sd, len(others))
         query_id = str(uuid.UUID(int=int(rng.integers(0, 2**63)) + k))
+        used_sim = float(_similarities(rng, truth.used_mean, truth.used_sd, 1)[0])
         cands = [
             _candidate(
-                m,
-                type_names[types[m]],
-                "returned",
-                1,
-                float(_similarities(rng, truth.used_mean, truth.used_sd, 1)[0]),
-                t,
-                born,
-                importance,
+                m, type_names[types[m]], "returned", 1, used_sim, t=t, born=born, importance=importance
             )
         ]
         for j, (o, s) in enumerate(zip(others, sims, strict=True)):
             outcome = "returned" if j < returned - 1 else "below_top_k"
             rank = j + 2 if outcome == "returned" else None
             cands.append(
-                _candidate(int(o), type_names[types[o]], outcome, rank, float(s), t, born, importance)
+                _candidate(
+                    int(o),
+                    type_names[types[o]],
+                    outcome,
+                    rank,
+                    float(s),
+                    t=t,
+                    born=born,
+                    importance=importance,
+                )
             )
         logs.append(_log(query_id, int(user[m]), at, cands))
         feedback.append(
@@ -267,7 +270,7 @@ def _memory(i: int, user: int, memory_type: str, importance: float, born: dateti
         user_id=f"user-{user}",
         agent_id="synthetic-agent",
         session_id=f"s-{user}",
-        type=memory_type,  # type: ignore[arg-type]
+        type=memory_type,
         kind="turn",
         content=f"synthetic memory {i}",
         source="user",
@@ -286,6 +289,7 @@ def _candidate(
     outcome: str,
     rank: int | None,
     similarity: float,
+    *,
     t: float,
     born: np.ndarray,
     importance: np.ndarray,
