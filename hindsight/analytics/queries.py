@@ -53,6 +53,8 @@ class TuningSql:
     clock: Clock = "wall"
     tenant: str | None = None
     """Restrict every query to one tenant (``None``: all tenants)."""
+    source: str | None = None
+    """A table holding :meth:`returned` already (the tuner's staging table); ``None``: the subquery."""
 
     # -- building blocks -------------------------------------------------------------------------
 
@@ -80,8 +82,13 @@ class TuningSql:
             f"FROM {t} WHERE {self._tenant()} GROUP BY tenant_id, query_id, memory_id"
         )
 
-    def labelled_candidates(self) -> str:
-        """Every candidate of the recalls that received feedback, with its ``label``."""
+    def returned(self) -> str:
+        """Every returned (query, memory) of the log: scores, age, times, ``has_feedback`` (its recall
+        received feedback) and ``label`` (the agent's latest label; ``unused`` for a memory its recall's
+        feedback left out; empty without feedback). The one scan of ``recall_candidates``: the tuner
+        stages it in a temporary table (:attr:`source`) and reads everything else from there."""
+        if self.source is not None:
+            return f"SELECT * FROM {self.source}"
         c = self.names.table("recall_candidates")
         f = self.names.table("recall_feedback")
         return f"""SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
@@ -89,35 +96,25 @@ class TuningSql:
     c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
     c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
     c.reference_time AS reference_time, c.recalled_at AS recalled_at,
-    multiIf(f.label != '', f.label, c.outcome = 'returned', 'unused', 'unlabelled') AS label
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM {c} AS c FINAL
-INNER JOIN (SELECT DISTINCT tenant_id, query_id FROM {f} WHERE {self._tenant()}) AS q
-    ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
-LEFT JOIN ({self.latest_feedback()}) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
-WHERE {self._tenant("c")}"""
-
-    def memory_uses(self) -> str:
-        """Every returned (query, memory) with ``used`` (the agent labelled it used) and
-        ``has_feedback`` (its recall received feedback)."""
-        c = self.names.table("recall_candidates")
-        f = self.names.table("recall_feedback")
-        return f"""SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.memory_id AS memory_id,
-    c.memory_type AS memory_type, c.query_id AS query_id, c.reference_time AS reference_time,
-    c.recalled_at AS recalled_at, f.label = 'used' AS used, q.query_id != '' AS has_feedback
-FROM {c} AS c FINAL
-LEFT JOIN ({self.latest_feedback()}) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM {f} WHERE {self._tenant()}) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
+LEFT JOIN ({self.latest_feedback()}) AS f
+    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 WHERE c.outcome = 'returned' AND {self._tenant("c")}"""
+
+    def labelled_candidates(self) -> str:
+        """The returned memories of the recalls that received feedback, each with its ``label``."""
+        return f"SELECT * FROM ({self.returned()}) WHERE has_feedback"
 
     def uses(self) -> str:
         """``(tenant_id, user_id, memory_id, memory_type, ts)``: one row per use, ``ts`` in days."""
-        where = "used" if self.signal == "feedback" else "1"
+        where = "label = 'used'" if self.signal == "feedback" else "1"
         return (
             "SELECT tenant_id, user_id, memory_id, memory_type, "
-            f"{_days(self.recall_ts)} AS ts FROM ({self.memory_uses()}) WHERE {where}"
+            f"{_days(self.recall_ts)} AS ts FROM ({self.returned()}) WHERE {where}"
         )
 
     def inventory(self) -> str:
@@ -138,30 +135,33 @@ WHERE c.outcome = 'returned' AND {self._tenant("c")}"""
     # -- what the tuner fetches --------------------------------------------------------------------
 
     def summary(self) -> str:
-        """One row: recalls, candidates, returned, recalls with feedback, labels by kind, memories,
+        """One row: recalls, candidate rows, returned, recalls with feedback, labels, uses, memories,
         first and last recall (days on this clock)."""
         log = self.names.table("recall_log")
         cand = self.names.table("recall_candidates")
         inv = self.names.table("memory_inventory")
-        return f"""SELECT
-    (SELECT count() FROM {log} FINAL WHERE {self._tenant()}) AS recalls,
-    (SELECT count() FROM {cand} FINAL WHERE {self._tenant()}) AS candidates,
-    (SELECT countIf(outcome = 'returned') FROM {cand} FINAL WHERE {self._tenant()}) AS returned,
-    (SELECT uniqExact(tenant_id, query_id) FROM {self.names.table("recall_feedback")}
-        WHERE {self._tenant()}) AS recalls_with_feedback,
-    (SELECT countIf(label IN {_in(POSITIVE)}) FROM ({self.labelled_candidates()})) AS positive_labels,
-    (SELECT countIf(label IN {_in(NEGATIVE)}) FROM ({self.labelled_candidates()})) AS negative_labels,
-    (SELECT count() FROM ({self.uses()})) AS uses,
-    (SELECT count() FROM {inv} FINAL WHERE {self._tenant()}) AS memories,
-    (SELECT min({_days(self.recall_ts)}) FROM {log} WHERE {self._tenant()}) AS first_day,
-    (SELECT max({_days(self.recall_ts)}) FROM {log} WHERE {self._tenant()}) AS last_day"""
+        use = "label = 'used'" if self.signal == "feedback" else "1"
+        day = _days(self.recall_ts)
+        return f"""SELECT r.recalls, r.first_day, r.last_day,
+    (SELECT count() FROM {cand} WHERE {self._tenant()}) AS candidate_rows,
+    x.returned, x.recalls_with_feedback, x.positive_labels, x.negative_labels, x.uses,
+    (SELECT count() FROM {inv} FINAL WHERE {self._tenant()}) AS memories
+FROM (
+    SELECT count() AS recalls, min({day}) AS first_day, max({day}) AS last_day
+    FROM {log} FINAL WHERE {self._tenant()}
+) AS r
+CROSS JOIN (
+    SELECT count() AS returned, uniqExactIf((tenant_id, query_id), has_feedback) AS recalls_with_feedback,
+        countIf(label IN {_in(POSITIVE)}) AS positive_labels,
+        countIf(label IN {_in(NEGATIVE)}) AS negative_labels, countIf({use}) AS uses
+    FROM ({self.returned()})
+) AS x"""
 
     def similarity_histogram(self, bin_width: float = 0.005) -> str:
         """``(bin, positive, negative)``: labelled returned candidates by similarity bin (lower edge)."""
         return f"""SELECT floor(similarity / {bin_width}) * {bin_width} AS bin,
     countIf(label IN {_in(POSITIVE)}) AS positive, countIf(label IN {_in(NEGATIVE)}) AS negative
 FROM ({self.labelled_candidates()})
-WHERE outcome = 'returned'
 GROUP BY bin ORDER BY bin"""
 
     def score_histogram(self, column: str, bin_width: float = 0.01) -> str:
@@ -169,7 +169,7 @@ GROUP BY bin ORDER BY bin"""
         return f"""SELECT floor({column} / {bin_width}) * {bin_width} AS bin,
     countIf(label = 'used') AS used, countIf(label = 'unused') AS unused
 FROM ({self.labelled_candidates()})
-WHERE outcome = 'returned' AND {column} IS NOT NULL
+WHERE {column} IS NOT NULL
 GROUP BY bin ORDER BY bin"""
 
     def usage_by_age(self) -> str:
@@ -179,7 +179,6 @@ GROUP BY bin ORDER BY bin"""
         return f"""SELECT memory_type, arrayFirstIndex(e -> age_days < e, {edges}) AS age_bucket,
     count() AS returned, countIf(label = 'used') AS used
 FROM ({self.labelled_candidates()})
-WHERE outcome = 'returned'
 GROUP BY memory_type, age_bucket ORDER BY memory_type, age_bucket"""
 
     def reuse_gaps(self, bin_days: float = 1.0) -> str:
@@ -214,20 +213,21 @@ FROM (
 WHERE gap >= 0
 GROUP BY memory_type, bin, censored ORDER BY memory_type, bin, censored"""
 
-    def replay_at(self) -> str:
-        """Per stored memory born before the cut ``{cut:Float64}`` (days on this clock):
-        ``(user_key, memory_type, importance, born, uses_before, last_use_before, used_after)``;
-        ``last_use_before`` is 0 when it was never used before the cut."""
+    def replay(self) -> str:
+        """Per stored memory: ``(user_key, memory_type, importance, born, uses_before, last_use_before,
+        used_after)`` where the last three are arrays with one entry per cut of ``{cuts:Array(Float64)}``
+        (days on this clock): uses before the cut, the last of them (0 if none), and whether it was used
+        at or after the cut. One pass for every cut; memories born after a cut are masked by the caller."""
         return f"""SELECT concat(i.tenant_id, ':', i.user_id) AS user_key, i.memory_type AS memory_type,
     i.importance AS importance, i.born AS born,
-    u.before AS uses_before, u.last_before AS last_use_before, u.after > 0 AS used_after
+    arrayMap(c -> arrayCount(x -> x < c, u.ts), {{cuts:Array(Float64)}}) AS uses_before,
+    arrayMap(c -> arrayFold((m, x) -> if(x < c AND x > m, x, m), u.ts, toFloat64(0)), {{cuts:Array(Float64)}})
+        AS last_use_before,
+    arrayMap(c -> arrayExists(x -> x >= c, u.ts), {{cuts:Array(Float64)}}) AS used_after
 FROM ({self.inventory()}) AS i
 LEFT JOIN (
-    SELECT tenant_id, memory_id, countIf(ts < {{cut:Float64}}) AS before,
-        maxIf(ts, ts < {{cut:Float64}}) AS last_before, countIf(ts >= {{cut:Float64}}) AS after
-    FROM ({self.uses()}) GROUP BY tenant_id, memory_id
-) AS u ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id
-WHERE i.born < {{cut:Float64}}"""
+    SELECT tenant_id, memory_id, groupArray(ts) AS ts FROM ({self.uses()}) GROUP BY tenant_id, memory_id
+) AS u ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id"""
 
     def importance_histogram(self, bin_width: float = 0.01) -> str:
         """``(bin, stored, used)``: stored memories by importance bin, and how many were ever used."""
@@ -264,8 +264,8 @@ FROM {names.table("recall_log")} FINAL
 GROUP BY hour ORDER BY hour"""
     bodies = {
         "v_latest_feedback": sql.latest_feedback(),
+        "v_returned": sql.returned(),
         "v_labelled_candidates": sql.labelled_candidates(),
-        "v_memory_uses": sql.memory_uses(),
         "v_floor_curve": floor_curve,
         "v_reuse_gaps": sql.reuse_gaps(),
         "v_usage_by_age": sql.usage_by_age(),

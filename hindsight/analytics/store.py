@@ -342,6 +342,17 @@ class AnalyticsStore:
             raise StoreUnavailableError(f"analytics query failed: {exc}") from exc
         return [tuple(row) for row in result.result_rows]
 
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> None:
+        """Run a statement (DDL, ``CREATE TABLE ... AS SELECT``).
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed or refused it.
+        """
+        try:
+            self.client.command(sql, parameters=dict(parameters or {}))
+        except ClickHouseError as exc:
+            raise StoreUnavailableError(f"analytics statement failed: {exc}") from exc
+
     def columns(self, sql: str, parameters: Mapping[str, Any] | None = None) -> dict[str, list[Any]]:
         """``{column: values}`` of ``sql`` (column-oriented, for numpy).
 

@@ -11,7 +11,10 @@ Writing the settings file and the plots are separate steps (:mod:`hindsight.tuni
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -142,30 +145,48 @@ class TuneReport:
 def _snapshots(
     store: AnalyticsStore, sql: TuningSql, params: dict[str, Any], cuts: list[float]
 ) -> list[Snapshot]:
+    """The stored memories at each cut, from one aggregation pass (:meth:`TuningSql.replay`)."""
+    if not cuts:
+        return []
+    cols = store.columns(sql.replay(), {**params, "cuts": cuts})
+    users = cols.get("user_key", [])
+    if not users:
+        return []
+    _, user_index = np.unique(np.asarray(users, dtype=object), return_inverse=True)
+    born = np.asarray(cols["born"], dtype=np.float64)
+    importance = np.asarray(cols["importance"], dtype=np.float64)
+    types = np.asarray([str(t) for t in cols["memory_type"]], dtype=object)
+    before = np.asarray(cols["uses_before"], dtype=np.float64).reshape(len(users), len(cuts))
+    last = np.asarray(cols["last_use_before"], dtype=np.float64).reshape(len(users), len(cuts))
+    after = np.asarray(cols["used_after"], dtype=bool).reshape(len(users), len(cuts))
     out = []
-    for cut in cuts:
-        cols = store.columns(sql.replay_at(), {**params, "cut": cut})
-        users = cols.get("user_key", [])
-        if not users:
-            empty = np.zeros(0, dtype=np.float64)
-            out.append(
-                Snapshot(cut, np.zeros(0, np.int64), [], empty, empty, empty, empty, np.zeros(0, bool))
-            )
-            continue
-        _, user_index = np.unique(np.asarray(users, dtype=object), return_inverse=True)
+    for k, cut in enumerate(cuts):
+        alive = born < cut
         out.append(
             Snapshot(
                 cut=cut,
-                user=user_index.astype(np.int64),
-                memory_type=[str(t) for t in cols["memory_type"]],
-                importance=np.asarray(cols["importance"], dtype=np.float64),
-                born=np.asarray(cols["born"], dtype=np.float64),
-                uses_before=np.asarray(cols["uses_before"], dtype=np.float64),
-                last_use_before=np.asarray(cols["last_use_before"], dtype=np.float64),
-                used_after=np.asarray(cols["used_after"], dtype=bool),
+                user=user_index[alive].astype(np.int64),
+                memory_type=types[alive].tolist(),
+                importance=importance[alive],
+                born=born[alive],
+                uses_before=before[alive, k],
+                last_use_before=last[alive, k],
+                used_after=after[alive, k],
             )
         )
     return out
+
+
+@contextmanager
+def _staged(store: AnalyticsStore, sql: TuningSql, params: dict[str, Any]) -> Iterator[TuningSql]:
+    """``sql`` reading the returned candidates from a temporary in-memory table filled by one scan of
+    ``recall_candidates`` (instead of one scan per query); the table is dropped on exit."""
+    table = store.names.table(f"tune_returned_{uuid.uuid4().hex[:12]}")
+    store.command(f"CREATE TABLE {table} ENGINE = Memory AS {sql.returned()}", params)
+    try:
+        yield replace(sql, source=table)
+    finally:
+        store.command(f"DROP TABLE IF EXISTS {table}")
 
 
 def tune(
@@ -180,8 +201,14 @@ def tune(
     cur = current or Current()
     sql = TuningSql(store.names, signal=opts.signal, clock=opts.clock, tenant=opts.tenant)
     params: dict[str, Any] = {"tenant": opts.tenant} if opts.tenant else {}
-    seconds: dict[str, float] = {}
+    with _staged(store, sql, params) as staged:
+        return _tune(store, staged, params, opts, cur)
 
+
+def _tune(
+    store: AnalyticsStore, sql: TuningSql, params: dict[str, Any], opts: TuneOptions, cur: Current
+) -> TuneReport:
+    seconds: dict[str, float] = {}
     t = time.perf_counter()
     summary_cols = store.columns(sql.summary(), params)
     summary = {k: (v[0] if v else None) for k, v in summary_cols.items()}

@@ -178,30 +178,35 @@ SETTINGS non_replicated_deduplication_window = 1000;
 CREATE OR REPLACE VIEW `hindsight`.`v_latest_feedback` AS
 SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id;
 
-CREATE OR REPLACE VIEW `hindsight`.`v_labelled_candidates` AS
+CREATE OR REPLACE VIEW `hindsight`.`v_returned` AS
 SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
     c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
     c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
     c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
     c.reference_time AS reference_time, c.recalled_at AS recalled_at,
-    multiIf(f.label != '', f.label, c.outcome = 'returned', 'unused', 'unlabelled') AS label
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-INNER JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
-    ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
-LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
-WHERE 1;
-
-CREATE OR REPLACE VIEW `hindsight`.`v_memory_uses` AS
-SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.memory_id AS memory_id,
-    c.memory_type AS memory_type, c.query_id AS query_id, c.reference_time AS reference_time,
-    c.recalled_at AS recalled_at, f.label = 'used' AS used, q.query_id != '' AS has_feedback
-FROM `hindsight`.`recall_candidates` AS c FINAL
-LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
+LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
+    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 WHERE c.outcome = 'returned' AND 1;
+
+CREATE OR REPLACE VIEW `hindsight`.`v_labelled_candidates` AS
+SELECT * FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+    c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
+    c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
+    c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
+    c.reference_time AS reference_time, c.recalled_at AS recalled_at,
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
+FROM `hindsight`.`recall_candidates` AS c FINAL
+LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
+    ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
+LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
+    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
+WHERE c.outcome = 'returned' AND 1) WHERE has_feedback;
 
 CREATE OR REPLACE VIEW `hindsight`.`v_floor_curve` AS
 SELECT threshold, kept_positive, kept_negative,
@@ -214,19 +219,19 @@ FROM (
         sum(positive) OVER () AS total_positive
     FROM (SELECT floor(similarity / 0.005) * 0.005 AS bin,
     countIf(label IN ('used', 'outdated')) AS positive, countIf(label IN ('unused', 'wrong')) AS negative
-FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+FROM (SELECT * FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
     c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
     c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
     c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
     c.reference_time AS reference_time, c.recalled_at AS recalled_at,
-    multiIf(f.label != '', f.label, c.outcome = 'returned', 'unused', 'unlabelled') AS label
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-INNER JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
+LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
 LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
     ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
-WHERE 1)
-WHERE outcome = 'returned'
+WHERE c.outcome = 'returned' AND 1) WHERE has_feedback)
 GROUP BY bin ORDER BY bin)
     WINDOW above AS (ORDER BY bin DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 )
@@ -246,15 +251,19 @@ FROM (
                 countIf(is_birth = 1) > 0 AS has_birth, minIf(ts, is_birth = 1) AS born,
                 arraySort(groupArrayIf(ts, is_birth = 0)) AS used_at
             FROM (
-                SELECT tenant_id, memory_id, memory_type, ts, 0 AS is_birth FROM (SELECT tenant_id, user_id, memory_id, memory_type, (toUnixTimestamp64Milli(recalled_at) / 86400000.0) AS ts FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.memory_id AS memory_id,
-    c.memory_type AS memory_type, c.query_id AS query_id, c.reference_time AS reference_time,
-    c.recalled_at AS recalled_at, f.label = 'used' AS used, q.query_id != '' AS has_feedback
+                SELECT tenant_id, memory_id, memory_type, ts, 0 AS is_birth FROM (SELECT tenant_id, user_id, memory_id, memory_type, (toUnixTimestamp64Milli(recalled_at) / 86400000.0) AS ts FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+    c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
+    c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
+    c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
+    c.reference_time AS reference_time, c.recalled_at AS recalled_at,
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
-WHERE c.outcome = 'returned' AND 1) WHERE used)
+LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
+    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
+WHERE c.outcome = 'returned' AND 1) WHERE label = 'used')
                 UNION ALL
                 SELECT tenant_id, memory_id, memory_type, born AS ts, 1 AS is_birth FROM (SELECT tenant_id, user_id, memory_id, memory_type, importance, (toUnixTimestamp64Milli(stored_at) / 86400000.0) AS born FROM `hindsight`.`memory_inventory` FINAL WHERE 1)
             )
@@ -272,52 +281,57 @@ GROUP BY memory_type, bin, censored ORDER BY memory_type, bin, censored;
 CREATE OR REPLACE VIEW `hindsight`.`v_usage_by_age` AS
 SELECT memory_type, arrayFirstIndex(e -> age_days < e, [1.0, 7.0, 30.0, 90.0, 365.0]) AS age_bucket,
     count() AS returned, countIf(label = 'used') AS used
-FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+FROM (SELECT * FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
     c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
     c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
     c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
     c.reference_time AS reference_time, c.recalled_at AS recalled_at,
-    multiIf(f.label != '', f.label, c.outcome = 'returned', 'unused', 'unlabelled') AS label
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-INNER JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
+LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
 LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
     ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
-WHERE 1)
-WHERE outcome = 'returned'
+WHERE c.outcome = 'returned' AND 1) WHERE has_feedback)
 GROUP BY memory_type, age_bucket ORDER BY memory_type, age_bucket;
 
 CREATE OR REPLACE VIEW `hindsight`.`v_score_distribution` AS
 SELECT floor(similarity / 0.01) * 0.01 AS bin,
     countIf(label = 'used') AS used, countIf(label = 'unused') AS unused
-FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+FROM (SELECT * FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
     c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
     c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
     c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
     c.reference_time AS reference_time, c.recalled_at AS recalled_at,
-    multiIf(f.label != '', f.label, c.outcome = 'returned', 'unused', 'unlabelled') AS label
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-INNER JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
+LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
 LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
     ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
-WHERE 1)
-WHERE outcome = 'returned' AND similarity IS NOT NULL
+WHERE c.outcome = 'returned' AND 1) WHERE has_feedback)
+WHERE similarity IS NOT NULL
 GROUP BY bin ORDER BY bin;
 
 CREATE OR REPLACE VIEW `hindsight`.`v_keep_importance` AS
 SELECT floor(i.importance / 0.01) * 0.01 AS bin, count() AS stored,
     countIf(u.n > 0) AS used
 FROM (SELECT tenant_id, user_id, memory_id, memory_type, importance, (toUnixTimestamp64Milli(stored_at) / 86400000.0) AS born FROM `hindsight`.`memory_inventory` FINAL WHERE 1) AS i
-LEFT JOIN (SELECT tenant_id, memory_id, count() AS n FROM (SELECT tenant_id, user_id, memory_id, memory_type, (toUnixTimestamp64Milli(recalled_at) / 86400000.0) AS ts FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.memory_id AS memory_id,
-    c.memory_type AS memory_type, c.query_id AS query_id, c.reference_time AS reference_time,
-    c.recalled_at AS recalled_at, f.label = 'used' AS used, q.query_id != '' AS has_feedback
+LEFT JOIN (SELECT tenant_id, memory_id, count() AS n FROM (SELECT tenant_id, user_id, memory_id, memory_type, (toUnixTimestamp64Milli(recalled_at) / 86400000.0) AS ts FROM (SELECT c.tenant_id AS tenant_id, c.user_id AS user_id, c.query_id AS query_id,
+    c.memory_id AS memory_id, c.memory_type AS memory_type, c.kind AS kind, c.outcome AS outcome,
+    c.similarity AS similarity, c.relevance AS relevance, c.time_weight AS time_weight,
+    c.final_score AS final_score, c.age_days AS age_days, c.importance AS importance,
+    c.reference_time AS reference_time, c.recalled_at AS recalled_at,
+    q.query_id != '' AS has_feedback,
+    multiIf(f.label != '', f.label, q.query_id != '', 'unused', '') AS label
 FROM `hindsight`.`recall_candidates` AS c FINAL
-LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
-    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
 LEFT JOIN (SELECT DISTINCT tenant_id, query_id FROM `hindsight`.`recall_feedback` WHERE 1) AS q
     ON c.tenant_id = q.tenant_id AND c.query_id = q.query_id
-WHERE c.outcome = 'returned' AND 1) WHERE used) GROUP BY tenant_id, memory_id) AS u
+LEFT JOIN (SELECT tenant_id, query_id, memory_id, argMax(label, given_at) AS label FROM `hindsight`.`recall_feedback` WHERE 1 GROUP BY tenant_id, query_id, memory_id) AS f
+    ON c.tenant_id = f.tenant_id AND c.query_id = f.query_id AND c.memory_id = f.memory_id
+WHERE c.outcome = 'returned' AND 1) WHERE label = 'used') GROUP BY tenant_id, memory_id) AS u
     ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id
 GROUP BY bin ORDER BY bin;
 

@@ -250,6 +250,8 @@ async def test_labels_views_and_tuning_queries_answer_over_the_sink(store: Analy
     sql = TuningSql(store.names, tenant="t1")
     summary = store.columns(sql.summary(), {"tenant": "t1"})
     assert summary["recalls"] == [6]
+    assert summary["returned"] == [12]
+    assert summary["recalls_with_feedback"] == [6]
     assert summary["positive_labels"] == [6]
     assert summary["negative_labels"] == [6]
     assert summary["uses"] == [6]
@@ -257,9 +259,10 @@ async def test_labels_views_and_tuning_queries_answer_over_the_sink(store: Analy
     gaps = store.query(sql.reuse_gaps(), {"tenant": "t1"})
     by_bin = {(int(b), int(c)): (int(n), round(float(s), 3)) for _, b, c, n, s in gaps}
     assert by_bin == {(2, 0): (1, 2.0), (1, 0): (5, 5.0), (0, 1): (1, 0.0)}
-    replay = store.columns(sql.replay_at(), {"tenant": "t1", "cut": _days(T0 + timedelta(days=3))})
-    assert replay["uses_before"] == [3]
-    assert replay["used_after"] == [True]
+    replay = store.columns(sql.replay(), {"tenant": "t1", "cuts": [_days(T0 + timedelta(days=3))]})
+    assert replay["uses_before"] == [[3]]
+    assert replay["used_after"] == [[True]]
+    assert replay["last_use_before"][0][0] == pytest.approx(_days(T0 + timedelta(days=2)), abs=1e-6)
     assert [r["event_id"] for r in store.quarantined("t1")] == ["e-bad"]
     assert store.quarantined("t2") == []
     assert store.users("t1")[0][:2] == ("u1", 1)
