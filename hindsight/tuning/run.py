@@ -201,8 +201,13 @@ def tune(
     cur = current or Current()
     sql = TuningSql(store.names, signal=opts.signal, clock=opts.clock, tenant=opts.tenant)
     params: dict[str, Any] = {"tenant": opts.tenant} if opts.tenant else {}
+    started = time.perf_counter()
     with _staged(store, sql, params) as staged:
-        return _tune(store, staged, params, opts, cur)
+        staged_s = time.perf_counter() - started
+        report = _tune(store, staged, params, opts, cur)
+    report.seconds = {"stage": staged_s, **report.seconds}
+    report.seconds["total"] = time.perf_counter() - started
+    return report
 
 
 def _tune(
@@ -288,7 +293,6 @@ def _tune(
         )
     ]
     seconds["keep_and_usage"] = time.perf_counter() - t
-    seconds["total"] = sum(seconds.values())
     return TuneReport(opts, cur, summary, floor, decay, expiry, keep, usage_rows, scores, seconds)
 
 
