@@ -150,6 +150,11 @@ class Resources:
         set it before anything asks for :meth:`vector_store`."""
         self.runners: dict[str, BatchRunner] = {}
         """Consumer group suffix -> the runner of the stage subscribed in it."""
+        self.bootstrap: str | None = settings.kafka.bootstrap or None
+        """Kafka bootstrap the process talks to (the embedded runner sets its broker's)."""
+        self.stage_topics: dict[str, tuple[str, ...]] | None = None
+        """Consumer group suffix -> topics of the stages this deployment runs (the console's lag
+        view); ``None``: :data:`hindsight.topology.STAGE_TOPICS`."""
         self.tuned: dict[str, Applied] = {}
         """Service -> the tuned settings it applied at start-up (reported by the gateway's /healthz)."""
 

@@ -10,6 +10,7 @@ Writing the settings file and the plots are separate steps (:mod:`hindsight.tuni
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,7 +37,10 @@ from hindsight.tuning.fit import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hindsight.analytics.store import AnalyticsStore
+    from hindsight.tuning.settings_file import TunedFile
 
 DEFAULT_CUTS = (0.5, 0.6, 0.7, 0.8)
 """Cut times of the expiry replay, as fractions of the observed recall window."""
@@ -294,6 +298,57 @@ def _tune(
     ]
     seconds["keep_and_usage"] = time.perf_counter() - t
     return TuneReport(opts, cur, summary, floor, decay, expiry, keep, usage_rows, scores, seconds)
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    """What a tuning run produced."""
+
+    report: TuneReport
+    plots: dict[str, Path]
+    written: TunedFile | None
+    report_path: Path
+
+    def line(self) -> dict[str, Any]:
+        """The JSON line ``hindsight tune`` prints."""
+        return {
+            **self.report.as_dict(),
+            "plots": {k: str(v) for k, v in self.plots.items()},
+            "report": str(self.report_path),
+            "written_version": self.written.version if self.written is not None else None,
+        }
+
+
+def run_and_write(
+    store: AnalyticsStore,
+    options: TuneOptions,
+    current: Current,
+    *,
+    tuned_path: Path,
+    plots_dir: Path | None,
+    write: bool,
+) -> TuneOutcome:
+    """Tune, write the plots and ``report.json`` beside ``tuned_path``, and (``write``) a new version of
+    the tuned-settings file when anything was fitted. Shared by the CLI and the console."""
+    from hindsight.tuning import settings_file  # noqa: PLC0415
+    from hindsight.tuning.plots import write_plots  # noqa: PLC0415
+
+    report = tune(store, options, current)
+    folder = plots_dir if plots_dir is not None else tuned_path.parent / "plots"
+    plots = write_plots(report, folder)
+    written = None
+    if write and report.fitted_any():
+        written = settings_file.write(
+            tuned_path,
+            report.proposed(),
+            source={"signal": options.signal, "clock": options.clock, "tenant": options.tenant},
+            statistics=report.as_dict()["fits"],
+        )
+    report_path = tuned_path.parent / "report.json"
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    outcome = TuneOutcome(report, plots, written, report_path)
+    report_path.write_text(json.dumps(outcome.line(), indent=2, default=str) + "\n", encoding="utf-8")
+    return outcome
 
 
 def render_table(report: TuneReport) -> str:

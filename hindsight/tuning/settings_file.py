@@ -202,6 +202,8 @@ class Applied:
     values: dict[str, Any] = field(default_factory=dict)
     overridden: list[str] = field(default_factory=list)
     """Tuned values not applied because the environment set that setting explicitly."""
+    effective: dict[str, Any] = field(default_factory=dict)
+    """The value in force of every tunable setting of this service (tuned, explicit or default)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -210,6 +212,7 @@ class Applied:
             "file": self.path,
             "values": self.values,
             "overridden_by_env": self.overridden,
+            "effective": self.effective,
         }
 
 
@@ -221,17 +224,22 @@ def apply(service: str, settings: BaseSettings, tuning: TuningSettings, data_dir
         ConfigurationError: the file exists but is invalid.
     """
     path = tuning.path(data_dir)
+    fields = SERVICE_FIELDS[service]
+
+    def effective() -> dict[str, Any]:
+        return {name: getattr(settings, field_name) for name, field_name in fields.items()}
+
     if not tuning.enabled:
         TUNED_VERSION.labels(service).set(0)
-        return Applied(service, str(path), None)
+        return Applied(service, str(path), None, effective=effective())
     doc = load(path)
     if doc is None:
         TUNED_VERSION.labels(service).set(0)
-        return Applied(service, str(path), None)
+        return Applied(service, str(path), None, effective=effective())
     applied: dict[str, Any] = {}
     overridden: list[str] = []
     present = doc.values.present()
-    for name, field_name in SERVICE_FIELDS[service].items():
+    for name, field_name in fields.items():
         if name not in present:
             continue
         if field_name in settings.model_fields_set:
@@ -244,4 +252,4 @@ def apply(service: str, settings: BaseSettings, tuning: TuningSettings, data_dir
         "tuned settings loaded",
         extra={"service": service, "version": doc.version, "values": applied, "overridden": overridden},
     )
-    return Applied(service, str(path), doc.version, applied, overridden)
+    return Applied(service, str(path), doc.version, applied, overridden, effective())

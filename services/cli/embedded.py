@@ -116,6 +116,8 @@ async def embedded_stack(
     with embedded_broker(cfg) as bootstrap:
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
+            resources.bootstrap = bootstrap
+            resources.stage_topics = {name: tuple(topics) for name, topics in CONSUMER_TOPICS.items()}
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             guard_app.register(resources)
             await ingest_app.register(resources)

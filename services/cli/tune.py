@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,7 +24,7 @@ from hindsight.errors import ConfigurationError, StoreUnavailableError
 from hindsight.recall import SIMILARITY_FLOOR
 from hindsight.settings import AllSettings
 from hindsight.tuning import settings_file
-from hindsight.tuning.run import Current, TuneOptions, TuneReport, render_table, tune
+from hindsight.tuning.run import Current, TuneOptions, render_table, run_and_write
 
 if TYPE_CHECKING:
     from hindsight.analytics.store import AnalyticsStore
@@ -100,56 +99,6 @@ def open_store(cfg: AllSettings) -> AnalyticsStore:
     store = AnalyticsStore(client, SchemaNames(ch.database or current_database(client), ch.table, ttl))
     store.migrate()
     return store
-
-
-@dataclass(frozen=True)
-class TuneOutcome:
-    """What a tuning run produced."""
-
-    report: TuneReport
-    plots: dict[str, Path]
-    written: settings_file.TunedFile | None
-    report_path: Path
-
-    def line(self) -> dict[str, Any]:
-        """The JSON line ``hindsight tune`` prints."""
-        return {
-            **self.report.as_dict(),
-            "plots": {k: str(v) for k, v in self.plots.items()},
-            "report": str(self.report_path),
-            "written_version": self.written.version if self.written is not None else None,
-        }
-
-
-def run_and_write(
-    store: AnalyticsStore,
-    options: TuneOptions,
-    current: Current,
-    *,
-    tuned_path: Path,
-    plots_dir: Path | None,
-    write: bool,
-) -> TuneOutcome:
-    """Tune, write the plots and ``report.json`` beside ``tuned_path``, and (``write``) a new version of
-    the tuned-settings file when anything was fitted. Shared by the CLI and the console."""
-    from hindsight.tuning.plots import write_plots  # noqa: PLC0415
-
-    report = tune(store, options, current)
-    folder = plots_dir if plots_dir is not None else tuned_path.parent / "plots"
-    plots = write_plots(report, folder)
-    written = None
-    if write and report.fitted_any():
-        written = settings_file.write(
-            tuned_path,
-            report.proposed(),
-            source={"signal": options.signal, "clock": options.clock, "tenant": options.tenant},
-            statistics=report.as_dict()["fits"],
-        )
-    report_path = tuned_path.parent / "report.json"
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    outcome = TuneOutcome(report, plots, written, report_path)
-    report_path.write_text(json.dumps(outcome.line(), indent=2, default=str) + "\n", encoding="utf-8")
-    return outcome
 
 
 def main_tune(
