@@ -333,6 +333,22 @@ def bench_recall(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@bench_app.command("tune", context_settings=_PASS_THROUGH)
+def bench_tune(ctx: typer.Context) -> None:
+    """Tuner vs known answers: synthetic population and LoCoMo replay, default vs tuned (--help)."""
+    from bench.tune import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("console", context_settings=_PASS_THROUGH)
+def bench_console(ctx: typer.Context) -> None:
+    """Console page render times for a user with 10,000 memories (--help for options)."""
+    from bench.console import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("scale", context_settings=_PASS_THROUGH)
 def bench_scale(ctx: typer.Context) -> None:
     """Recall latency at 10k/100k memories and ingest-to-searchable latency (--help for options)."""
