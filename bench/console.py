@@ -60,7 +60,7 @@ def _seed(resources: Any, n: int, seed: int) -> list[str]:
                 user_id=USER,
                 agent_id="agent",
                 session_id=f"s-{i // 25}",
-                type=("episodic", "episodic", "semantic", "working")[i % 4],  # type: ignore[arg-type]
+                type=("episodic", "episodic", "semantic", "working")[i % 4],
                 kind="turn",
                 content=f"Memory {i}: the user talked about {topic} and said something worth keeping ({i}).",
                 source="user",
@@ -69,7 +69,7 @@ def _seed(resources: Any, n: int, seed: int) -> list[str]:
                 created_at=at,
                 stored_at=at,
                 last_accessed_at=at,
-                status=statuses[i % len(statuses)],  # type: ignore[arg-type]
+                status=statuses[i % len(statuses)],
                 version=2 if i == 1 else 1,
                 parent_id=stable_id("bench-console", "0") if i == 1 else None,
                 provenance=Provenance(event_ids=(f"evt-{i}",), external_refs=(f"D{i}:1",)),
