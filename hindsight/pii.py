@@ -171,6 +171,7 @@ def _fold(text: str) -> str:
 _Span = tuple[PiiType, int, int]
 _Detector = Callable[[str], Iterator[_Span]]
 
+
 def _digits(value: str) -> str:
     return "".join(c for c in value if c in "0123456789")
 
@@ -322,7 +323,9 @@ def _detect_bank_card(text: str) -> Iterator[_Span]:
 # ---------------------------------------------------------------------------------------------
 # iban (ISO 13616: country code, two check digits, up to 30 alphanumerics; mod-97 check)
 
-_IBAN_RE: Final = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?)(?![A-Za-z0-9])")
+_IBAN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?)(?![A-Za-z0-9])"
+)
 
 
 def iban_valid(value: str) -> bool:

@@ -43,47 +43,55 @@ _R: Final = r"(?![A-Za-z0-9_\-])"
 # ---------------------------------------------------------------------------------------------
 # 1. Provider formats: (type, pattern, group holding the secret or 0 for the whole match)
 
+_PROVIDER_SPECS: Final[tuple[tuple[SecretType, str, int], ...]] = (
+    # model APIs: OpenAI sk-/sk-proj-, Anthropic sk-ant-, DeepSeek/Moonshot/Qwen DashScope sk-
+    ("api_key", _L + r"sk-[A-Za-z0-9_\-]{20,}", 0),
+    ("api_key", _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", 0),  # Stripe secret/restricted
+    ("api_key", _L + r"whsec_[A-Za-z0-9]{20,}", 0),  # Stripe webhook secret
+    ("api_key", _L + r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,60}", 0),  # Square
+    ("api_key", _L + r"EAAA[A-Za-z0-9_\-]{60}" + _R, 0),  # Square access token
+    (
+        "api_key",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![0-9A-Za-z])",
+        0,
+    ),
+    ("api_key", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,24}(?![0-9A-Za-z])", 0),  # Alibaba Cloud
+    ("api_key", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{13,40}(?![0-9A-Za-z])", 0),  # Tencent Cloud
+    ("api_key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R, 0),  # Google API key
+    ("api_key", _L + r"GOCSPX-[A-Za-z0-9_\-]{24,}", 0),  # Google OAuth client secret
+    ("token", _L + r"ya29\.[0-9A-Za-z_\-]{20,}", 0),  # Google OAuth access token
+    ("api_key", r"AccountKey=([A-Za-z0-9+/]{40,}={0,2})", 1),  # Azure storage
+    ("token", r"[?&]sig=([A-Za-z0-9%+/]{30,}={0,2})", 1),  # Azure SAS signature
+    ("token", _L + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})", 0),
+    ("token", _L + r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", 0),  # GitLab
+    ("token", _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),  # Hugging Face
+    ("api_key", _L + r"gsk_[A-Za-z0-9]{40,}", 0),  # Groq
+    ("api_key", _L + r"r8_[A-Za-z0-9]{30,}", 0),  # Replicate
+    ("api_key", _L + r"pplx-[A-Za-z0-9]{40,}", 0),  # Perplexity
+    ("api_key", _L + r"dapi[a-f0-9]{32}" + _R, 0),  # Databricks
+    ("token", _L + r"dop_v1_[a-f0-9]{64}", 0),  # DigitalOcean
+    ("token", _L + r"(?:secret|ntn)_[A-Za-z0-9]{40,50}" + _R, 0),  # Notion
+    ("api_key", _L + r"lin_api_[A-Za-z0-9]{32,}", 0),  # Linear
+    ("token", _L + r"xox[abposre]-[A-Za-z0-9\-]{10,}", 0),  # Slack tokens
+    ("token", r"hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,})", 1),
+    ("token", r"discord(?:app)?\.com/api/webhooks/(\d{15,20}/[A-Za-z0-9_\-]{40,})", 1),
+    (
+        "token",
+        r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _R,
+        0,
+    ),
+    ("token", r"(?<![0-9A-Za-z])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _R, 0),  # Telegram bot
+    ("api_key", _L + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R, 0),  # SendGrid
+    ("api_key", _L + r"SK[0-9a-f]{32}" + _R, 0),  # Twilio API key
+    ("api_key", _L + r"key-[0-9a-zA-Z]{32}" + _R, 0),  # Mailgun
+    ("token", _L + r"npm_[A-Za-z0-9]{36}" + _R, 0),
+    ("token", _L + r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0),
+    ("token", _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, 0),  # Shopify
+    ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*", 0),  # JWT
+    ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
+)
 PROVIDER_PATTERNS: Final[tuple[tuple[SecretType, re.Pattern[str], int], ...]] = tuple(
-    (kind, re.compile(pattern), group)
-    for kind, pattern, group in (
-        # model APIs: OpenAI sk-/sk-proj-, Anthropic sk-ant-, DeepSeek/Moonshot/Qwen DashScope sk-
-        ("api_key", _L + r"sk-[A-Za-z0-9_\-]{20,}", 0),
-        ("api_key", _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", 0),  # Stripe secret/restricted
-        ("api_key", _L + r"whsec_[A-Za-z0-9]{20,}", 0),  # Stripe webhook secret
-        ("api_key", _L + r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,60}", 0),  # Square
-        ("api_key", _L + r"EAAA[A-Za-z0-9_\-]{60}" + _R, 0),  # Square access token
-        ("api_key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![0-9A-Za-z])", 0),
-        ("api_key", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,24}(?![0-9A-Za-z])", 0),  # Alibaba Cloud
-        ("api_key", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{13,40}(?![0-9A-Za-z])", 0),  # Tencent Cloud
-        ("api_key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R, 0),  # Google API key
-        ("api_key", _L + r"GOCSPX-[A-Za-z0-9_\-]{24,}", 0),  # Google OAuth client secret
-        ("token", _L + r"ya29\.[0-9A-Za-z_\-]{20,}", 0),  # Google OAuth access token
-        ("api_key", r"AccountKey=([A-Za-z0-9+/]{40,}={0,2})", 1),  # Azure storage
-        ("token", r"[?&]sig=([A-Za-z0-9%+/]{30,}={0,2})", 1),  # Azure SAS signature
-        ("token", _L + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})", 0),
-        ("token", _L + r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", 0),  # GitLab
-        ("token", _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),  # Hugging Face
-        ("api_key", _L + r"gsk_[A-Za-z0-9]{40,}", 0),  # Groq
-        ("api_key", _L + r"r8_[A-Za-z0-9]{30,}", 0),  # Replicate
-        ("api_key", _L + r"pplx-[A-Za-z0-9]{40,}", 0),  # Perplexity
-        ("api_key", _L + r"dapi[a-f0-9]{32}" + _R, 0),  # Databricks
-        ("token", _L + r"dop_v1_[a-f0-9]{64}", 0),  # DigitalOcean
-        ("token", _L + r"(?:secret|ntn)_[A-Za-z0-9]{40,50}" + _R, 0),  # Notion
-        ("api_key", _L + r"lin_api_[A-Za-z0-9]{32,}", 0),  # Linear
-        ("token", _L + r"xox[abposre]-[A-Za-z0-9\-]{10,}", 0),  # Slack tokens
-        ("token", r"hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,})", 1),
-        ("token", r"discord(?:app)?\.com/api/webhooks/(\d{15,20}/[A-Za-z0-9_\-]{40,})", 1),
-        ("token", r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _R, 0),
-        ("token", r"(?<![0-9A-Za-z])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _R, 0),  # Telegram bot
-        ("api_key", _L + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R, 0),  # SendGrid
-        ("api_key", _L + r"SK[0-9a-f]{32}" + _R, 0),  # Twilio API key
-        ("api_key", _L + r"key-[0-9a-zA-Z]{32}" + _R, 0),  # Mailgun
-        ("token", _L + r"npm_[A-Za-z0-9]{36}" + _R, 0),
-        ("token", _L + r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0),
-        ("token", _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, 0),  # Shopify
-        ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*", 0),  # JWT
-        ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
-    )
+    (kind, re.compile(pattern), group) for kind, pattern, group in _PROVIDER_SPECS
 )
 """Provider formats, most specific first. Sources: the providers' key-format documentation as
 collected by gitleaks' default rules and detect-secrets' plugins (AWS, GitHub, Slack, Stripe, ...)."""
@@ -122,27 +130,143 @@ _EN_TOKEN: Final = (
 _ZH_TOKEN: Final = r"令牌|token"
 
 _KEYWORD_RE: Final = re.compile(
-    r"(?P<zpw>" + _ZH_PASSWORD + r")|(?P<zkey>" + _ZH_KEY + r")|(?<![A-Za-z0-9])(?:(?P<pw>" + _EN_PASSWORD
-    + r")|(?P<key>" + _EN_KEY + r")|(?P<tok>" + _EN_TOKEN + r"))(?![A-Za-z0-9])|(?P<ztok>" + _ZH_TOKEN + ")",
+    r"(?P<zpw>"
+    + _ZH_PASSWORD
+    + r")|(?P<zkey>"
+    + _ZH_KEY
+    + r")|(?<![A-Za-z0-9])(?:(?P<pw>"
+    + _EN_PASSWORD
+    + r")|(?P<key>"
+    + _EN_KEY
+    + r")|(?P<tok>"
+    + _EN_TOKEN
+    + r"))(?![A-Za-z0-9])|(?P<ztok>"
+    + _ZH_TOKEN
+    + ")",
     re.IGNORECASE,
 )
 FILLER_WORDS: Final[frozenset[str]] = frozenset(
     {
-        "is", "was", "are", "were", "'s", "now", "currently", "still", "set", "changed", "reset",
-        "updated", "to", "became", "becomes", "will", "be", "should", "reads", "says", "of", "for",
-        "on", "at", "in", "my", "our", "your", "his", "her", "the", "this", "that", "new", "old",
-        "current", "temporary", "temp", "default", "wifi", "wi-fi", "router", "account", "server",
-        "database", "db", "admin", "root", "phone", "laptop", "bank", "card", "email", "mail", "vpn",
-        "ssh", "github", "aws", "door", "safe", "locker", "app", "prod", "production", "staging",
-        "it", "here", "below", "follows", "as", "like", "so", "has", "been", "got", "just", "then",
-        "and", "number", "no", "no.", "#", "code", "login", "home", "office", "work", "guest",
+        "is",
+        "was",
+        "are",
+        "were",
+        "'s",
+        "now",
+        "currently",
+        "still",
+        "set",
+        "changed",
+        "reset",
+        "updated",
+        "to",
+        "became",
+        "becomes",
+        "will",
+        "be",
+        "should",
+        "reads",
+        "says",
+        "of",
+        "for",
+        "on",
+        "at",
+        "in",
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "the",
+        "this",
+        "that",
+        "new",
+        "old",
+        "current",
+        "temporary",
+        "temp",
+        "default",
+        "wifi",
+        "wi-fi",
+        "router",
+        "account",
+        "server",
+        "database",
+        "db",
+        "admin",
+        "root",
+        "phone",
+        "laptop",
+        "bank",
+        "card",
+        "email",
+        "mail",
+        "vpn",
+        "ssh",
+        "github",
+        "aws",
+        "door",
+        "safe",
+        "locker",
+        "app",
+        "prod",
+        "production",
+        "staging",
+        "it",
+        "here",
+        "below",
+        "follows",
+        "as",
+        "like",
+        "so",
+        "has",
+        "been",
+        "got",
+        "just",
+        "then",
+        "and",
+        "number",
+        "no",
+        "no.",
+        "#",
+        "code",
+        "login",
+        "home",
+        "office",
+        "work",
+        "guest",
     }
 )
 """Words that may stand between a credential word and its value ("password for the router is X")."""
 ZH_FILLERS: Final[tuple[str, ...]] = (
-    "改成了", "改成", "改为", "设为", "设置为", "设置成", "换成了", "换成", "变成了", "变成", "就是", "都是",
-    "还是", "依然是", "现在是", "目前是", "一直是", "写的是", "是", "为", "為", "叫", "填", "输入", "都",
-    "也", "我的", "的",
+    "改成了",
+    "改成",
+    "改为",
+    "设为",
+    "设置为",
+    "设置成",
+    "换成了",
+    "换成",
+    "变成了",
+    "变成",
+    "就是",
+    "都是",
+    "还是",
+    "依然是",
+    "现在是",
+    "目前是",
+    "一直是",
+    "写的是",
+    "是",
+    "为",
+    "為",
+    "叫",
+    "填",
+    "输入",
+    "都",
+    "也",
+    "我的",
+    "的",
 )
 """Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X")."""
 _SEPARATORS: Final = frozenset(" \t\n:=：＝\"'`“”‘’「」(（-><")
@@ -154,55 +278,451 @@ _TRAILING: Final = ".,;:?"
 character is harmless, leaving the last character of ``Winter2024!`` in clear is not."""
 _STOP_VALUES: Final[frozenset[str]] = frozenset(
     {
-        "reset", "click", "here", "required", "incorrect", "wrong", "invalid", "forgotten", "forgot",
-        "changed", "expired", "none", "null", "n/a", "hidden", "protected", "manager", "managers",
-        "field", "below", "above", "strong", "weak", "long", "short", "simple", "easy", "hard",
-        "secure", "insecure", "correct", "same", "different", "new", "old", "too", "very", "not",
-        "still", "also", "and", "or", "but", "the", "a", "an", "my", "your", "our", "their", "his",
-        "her", "its", "this", "that", "these", "those", "case-sensitive", "sensitive", "needed",
-        "policy", "policies", "rules", "requirements", "length", "characters", "chars", "digits",
-        "expires", "expiry", "rotation", "rotated", "leaked", "compromised", "stolen", "safe",
-        "unsafe", "saved", "stored", "encrypted", "hashed", "salted", "masked", "redacted", "set",
-        "sent", "missing", "empty", "blank", "default", "temporary", "generated", "random", "unique",
-        "valid", "working", "broken", "locked", "unlocked", "shared", "private", "public", "secret",
-        "secrets", "password", "passwords", "token", "tokens", "key", "keys", "code", "codes",
-        "please", "again", "later", "now", "today", "yesterday", "tomorrow", "first", "last", "next",
-        "into", "from", "with", "without", "for", "to", "of", "on", "in", "at", "by", "is", "was",
-        "be", "been", "being", "will", "would", "should", "could", "can", "must", "may", "might",
-        "if", "when", "then", "than", "so", "because", "which", "who", "what", "how", "why",
-        "where", "it", "they", "them", "we", "you", "he", "she", "i", "me", "us", "manually",
-        "automatically", "regularly", "often", "every", "each", "all", "any", "some", "no", "yes",
-        "ok", "okay", "fine", "good", "bad", "great", "terrible", "ready", "done", "confirmed",
-        "verified", "unknown", "unchanged", "updated", "renewed", "revoked", "disabled", "enabled",
-        "authentication", "login", "logins", "account", "accounts", "user", "users", "username",
-        "hint", "hints", "recovery", "reuse", "reused", "manager's", "vault", "1password",
-        "bitwarden", "lastpass", "keychain", "keepass", "file", "files", "env", "environment",
-        "variable", "variables", "config", "configuration", "settings", "screen", "prompt", "dialog",
-        "box", "page", "link", "email", "sms", "text", "message", "phone", "app", "authenticator",
-        "expire", "expired.", "protection", "protect", "management", "hygiene", "strength", "based",
-        "less", "free", "only", "etc", "e.g.", "i.e.", "something", "anything", "nothing",
-        "somewhere", "different.", "sharing", "share", "write", "writing", "written", "remember",
-        "remembered", "memorize", "memorized", "type", "typed", "enter", "entered", "use", "used",
-        "using", "change", "changing", "update", "updating", "rotate", "rotating", "create",
-        "creating", "created", "forget", "forgetting", "keep", "keeping", "kept", "store", "storing",
-        "ask", "asked", "asking", "request", "requested", "send", "sending", "give", "gave",
-        "given", "tell", "told", "telling", "know", "knew", "known", "guess", "guessed",
-        "crack", "cracked", "brute-force", "bruteforce", "phishing", "spray", "spraying", "dump",
-        "dumps", "list", "lists", "generator", "generators", "length:", "complexity", "entropy",
-        "field.", "prompt.", "flow", "flows", "grant", "grants", "type.", "scope", "scopes",
-        "refresh", "exchange", "endpoint", "header", "headers", "cookie", "cookies", "auth", "oauth",
-        "bucket", "budget", "limit", "limits", "count", "counts", "usage", "cost", "costs", "price",
-        "window", "context", "economy", "economics", "ring", "rings", "sale", "sales", "holders",
-        "holder", "gated", "gate", "launch", "airdrop", "supply", "minted", "mint", "standard",
-        "erc-20", "erc20", "erc-721", "nft", "nfts", "crypto", "coin", "coins", "wallet", "wallets",
-        "sauce", "ingredient", "recipe", "santa", "garden", "agent", "service", "services", "life",
-        "happiness", "success", "weapon", "society", "meeting", "mission", "plan", "identity",
-        "admirer", "santa's",
+        "reset",
+        "click",
+        "here",
+        "required",
+        "incorrect",
+        "wrong",
+        "invalid",
+        "forgotten",
+        "forgot",
+        "changed",
+        "expired",
+        "none",
+        "null",
+        "n/a",
+        "hidden",
+        "protected",
+        "manager",
+        "managers",
+        "field",
+        "below",
+        "above",
+        "strong",
+        "weak",
+        "long",
+        "short",
+        "simple",
+        "easy",
+        "hard",
+        "secure",
+        "insecure",
+        "correct",
+        "same",
+        "different",
+        "new",
+        "old",
+        "too",
+        "very",
+        "not",
+        "still",
+        "also",
+        "and",
+        "or",
+        "but",
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "case-sensitive",
+        "sensitive",
+        "needed",
+        "policy",
+        "policies",
+        "rules",
+        "requirements",
+        "length",
+        "characters",
+        "chars",
+        "digits",
+        "expires",
+        "expiry",
+        "rotation",
+        "rotated",
+        "leaked",
+        "compromised",
+        "stolen",
+        "safe",
+        "unsafe",
+        "saved",
+        "stored",
+        "encrypted",
+        "hashed",
+        "salted",
+        "masked",
+        "redacted",
+        "set",
+        "sent",
+        "missing",
+        "empty",
+        "blank",
+        "default",
+        "temporary",
+        "generated",
+        "random",
+        "unique",
+        "valid",
+        "working",
+        "broken",
+        "locked",
+        "unlocked",
+        "shared",
+        "private",
+        "public",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "token",
+        "tokens",
+        "key",
+        "keys",
+        "code",
+        "codes",
+        "please",
+        "again",
+        "later",
+        "now",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "first",
+        "last",
+        "next",
+        "into",
+        "from",
+        "with",
+        "without",
+        "for",
+        "to",
+        "of",
+        "on",
+        "in",
+        "at",
+        "by",
+        "is",
+        "was",
+        "be",
+        "been",
+        "being",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "must",
+        "may",
+        "might",
+        "if",
+        "when",
+        "then",
+        "than",
+        "so",
+        "because",
+        "which",
+        "who",
+        "what",
+        "how",
+        "why",
+        "where",
+        "it",
+        "they",
+        "them",
+        "we",
+        "you",
+        "he",
+        "she",
+        "i",
+        "me",
+        "us",
+        "manually",
+        "automatically",
+        "regularly",
+        "often",
+        "every",
+        "each",
+        "all",
+        "any",
+        "some",
+        "no",
+        "yes",
+        "ok",
+        "okay",
+        "fine",
+        "good",
+        "bad",
+        "great",
+        "terrible",
+        "ready",
+        "done",
+        "confirmed",
+        "verified",
+        "unknown",
+        "unchanged",
+        "updated",
+        "renewed",
+        "revoked",
+        "disabled",
+        "enabled",
+        "authentication",
+        "login",
+        "logins",
+        "account",
+        "accounts",
+        "user",
+        "users",
+        "username",
+        "hint",
+        "hints",
+        "recovery",
+        "reuse",
+        "reused",
+        "manager's",
+        "vault",
+        "1password",
+        "bitwarden",
+        "lastpass",
+        "keychain",
+        "keepass",
+        "file",
+        "files",
+        "env",
+        "environment",
+        "variable",
+        "variables",
+        "config",
+        "configuration",
+        "settings",
+        "screen",
+        "prompt",
+        "dialog",
+        "box",
+        "page",
+        "link",
+        "email",
+        "sms",
+        "text",
+        "message",
+        "phone",
+        "app",
+        "authenticator",
+        "expire",
+        "expired.",
+        "protection",
+        "protect",
+        "management",
+        "hygiene",
+        "strength",
+        "based",
+        "less",
+        "free",
+        "only",
+        "etc",
+        "e.g.",
+        "i.e.",
+        "something",
+        "anything",
+        "nothing",
+        "somewhere",
+        "different.",
+        "sharing",
+        "share",
+        "write",
+        "writing",
+        "written",
+        "remember",
+        "remembered",
+        "memorize",
+        "memorized",
+        "type",
+        "typed",
+        "enter",
+        "entered",
+        "use",
+        "used",
+        "using",
+        "change",
+        "changing",
+        "update",
+        "updating",
+        "rotate",
+        "rotating",
+        "create",
+        "creating",
+        "created",
+        "forget",
+        "forgetting",
+        "keep",
+        "keeping",
+        "kept",
+        "store",
+        "storing",
+        "ask",
+        "asked",
+        "asking",
+        "request",
+        "requested",
+        "send",
+        "sending",
+        "give",
+        "gave",
+        "given",
+        "tell",
+        "told",
+        "telling",
+        "know",
+        "knew",
+        "known",
+        "guess",
+        "guessed",
+        "crack",
+        "cracked",
+        "brute-force",
+        "bruteforce",
+        "phishing",
+        "spray",
+        "spraying",
+        "dump",
+        "dumps",
+        "list",
+        "lists",
+        "generator",
+        "generators",
+        "length:",
+        "complexity",
+        "entropy",
+        "field.",
+        "prompt.",
+        "flow",
+        "flows",
+        "grant",
+        "grants",
+        "type.",
+        "scope",
+        "scopes",
+        "refresh",
+        "exchange",
+        "endpoint",
+        "header",
+        "headers",
+        "cookie",
+        "cookies",
+        "auth",
+        "oauth",
+        "bucket",
+        "budget",
+        "limit",
+        "limits",
+        "count",
+        "counts",
+        "usage",
+        "cost",
+        "costs",
+        "price",
+        "window",
+        "context",
+        "economy",
+        "economics",
+        "ring",
+        "rings",
+        "sale",
+        "sales",
+        "holders",
+        "holder",
+        "gated",
+        "gate",
+        "launch",
+        "airdrop",
+        "supply",
+        "minted",
+        "mint",
+        "standard",
+        "erc-20",
+        "erc20",
+        "erc-721",
+        "nft",
+        "nfts",
+        "crypto",
+        "coin",
+        "coins",
+        "wallet",
+        "wallets",
+        "sauce",
+        "ingredient",
+        "recipe",
+        "santa",
+        "garden",
+        "agent",
+        "service",
+        "services",
+        "life",
+        "happiness",
+        "success",
+        "weapon",
+        "society",
+        "meeting",
+        "mission",
+        "plan",
+        "identity",
+        "admirer",
+        "santa's",
         # Chinese descriptive words after 密码/验证码 that are not the value
-        "错误", "错了", "不对", "正确", "忘了", "忘记了", "过期", "过期了", "太简单", "太弱", "很强",
-        "重置", "修改", "找回", "保密", "加密", "泄露", "泄露了", "被盗", "管理器", "规则", "长度",
-        "复杂度", "发到", "发送", "收到", "输入", "验证", "登录", "多少", "什么", "是什么", "已发送",
-        "已经", "已", "不能", "不要", "不会", "没有", "没", "别", "请", "一下", "保护", "安全",
+        "错误",
+        "错了",
+        "不对",
+        "正确",
+        "忘了",
+        "忘记了",
+        "过期",
+        "过期了",
+        "太简单",
+        "太弱",
+        "很强",
+        "重置",
+        "修改",
+        "找回",
+        "保密",
+        "加密",
+        "泄露",
+        "泄露了",
+        "被盗",
+        "管理器",
+        "规则",
+        "长度",
+        "复杂度",
+        "发到",
+        "发送",
+        "收到",
+        "输入",
+        "验证",
+        "登录",
+        "多少",
+        "什么",
+        "是什么",
+        "已发送",
+        "已经",
+        "已",
+        "不能",
+        "不要",
+        "不会",
+        "没有",
+        "没",
+        "别",
+        "请",
+        "一下",
+        "保护",
+        "安全",
     }
 )
 """Words after a credential word that describe the credential instead of being it (FP stoplist;
@@ -252,7 +772,8 @@ _UUID_RE: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9
 _HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
 _MASKED_RE: Final = re.compile(r"[xX*•·…]{3,}|\.{3,}|\*{2,}")
 _PLACEHOLDER_RE: Final = re.compile(
-    r"\[REDACTED(?::[a-z_]+)?\]|<[^<>]{1,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([a-z_]+\)s|\{\{?[a-z_ ]+\}\}?|"
+    r"\[REDACTED(?::[a-z_]+)?\]|<[^<>]{1,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([a-z_]+\)s|"
+    r"\{\{?[a-z_ ]+\}\}?|"
     r"(?:your|my|the)[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)(?:[_\-]?here)?|"
     r"(?:xxx+|changeme|example|placeholder|dummy|redacted|hidden|none|null|undefined|todo|tbd|"
     r"\*+|•+|…|\.\.\.)",
@@ -278,7 +799,7 @@ def _has_letter_and_digit(value: str) -> bool:
     return any(c.isascii() and c.isalpha() for c in value) and any(c.isdigit() for c in value)
 
 
-def credential_like(value: str, *, kind: str) -> bool:
+def credential_like(value: str, *, kind: str) -> bool:  # noqa: PLR0911 (one return per rule)
     """Whether ``value`` (the token after a credential word) can be the credential itself.
 
     ``kind`` is ``pin`` (PIN / OTP / verification code / CVV: 3-10 digits), ``password`` (any
@@ -289,7 +810,7 @@ def credential_like(value: str, *, kind: str) -> bool:
     if len(v) < 3 or is_masked(v) or v.lower() in _STOP_VALUES:
         return False
     if kind == "pin":
-        return v.isdigit() and 3 <= len(v) <= 10 or (_has_letter_and_digit(v) and len(v) >= 4)
+        return (v.isdigit() and 3 <= len(v) <= 10) or (_has_letter_and_digit(v) and len(v) >= 4)
     if kind == "key":
         if len(v) >= 8 and _has_letter_and_digit(v):
             return not _looks_like_id(v)
@@ -313,8 +834,19 @@ def _kw_kind(m: re.Match[str]) -> str:
     if m.group("pw") or m.group("zpw"):
         word = (m.group("pw") or m.group("zpw") or "").lower()
         digitish = (
-            "pin", "cvv", "cvc", "otp", "code", "验证码", "校验码", "动态码", "安全码", "支付码",
-            "取件码", "门禁码", "解锁码",
+            "pin",
+            "cvv",
+            "cvc",
+            "otp",
+            "code",
+            "验证码",
+            "校验码",
+            "动态码",
+            "安全码",
+            "支付码",
+            "取件码",
+            "门禁码",
+            "解锁码",
         )
         if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
             return "pin"
@@ -406,13 +938,17 @@ def _accept(
     return _kw_type(m), start, start + len(stripped)
 
 
-def _keyword_spans(text: str) -> Iterator[_Span]:
+def _keyword_spans(text: str) -> Iterator[_Span]:  # noqa: PLR0912 (three fallbacks, in order)
     for m in _KEYWORD_RE.finditer(text):
         word = m.group(0)
-        if _PIN_WORD_RE.match(word) and not word[:3].isupper() and not re.search(r"pin\s?(?:code|number)", word, re.I):
-            # lower-case "pin" is usually the English word ("a pin", "pin the tab"); "PIN" / "pin code" count
-            if not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I):
-                continue
+        # lower-case "pin" is usually the English word ("a pin", "pin the tab"); "PIN" / "pin code" count
+        if (
+            _PIN_WORD_RE.match(word)
+            and not word[:3].isupper()
+            and not re.search(r"pin\s?(?:code|number)", word, re.I)
+            and not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I)
+        ):
+            continue
         if _PROSE_PIN_CONTEXT_RE.search(text[max(0, m.start() - 12) : m.start()]):
             continue
         found = None
@@ -432,9 +968,9 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
         if found is not None:
             yield found
     for g in _GLUED_RE.finditer(text):
-        value = g.group(1).rstrip(_TRAILING)
-        if any(not c.isalpha() for c in value) and not is_masked(value):
-            yield "password", g.start(1), g.start(1) + len(value)
+        glued = g.group(1).rstrip(_TRAILING)
+        if any(not c.isalpha() for c in glued) and not is_masked(glued):
+            yield "password", g.start(1), g.start(1) + len(glued)
 
 
 def _login_spans(text: str) -> Iterator[_Span]:

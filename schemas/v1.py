@@ -118,7 +118,9 @@ class QuarantineRecord(_Owned):
         None, description="Redacted content for review (None when blocked: secrets are never kept)."
     )
     quarantined_at: AwareDatetime = Field(description="When the guard refused it (UTC).")
-    stage: str = Field("guard", description="Stage that quarantined it: 'guard' or 'ingest.embed' (consistency).")
+    stage: str = Field(
+        "guard", description="Stage that quarantined it: 'guard' or 'ingest.embed' (consistency)."
+    )
     trust: float | None = Field(None, ge=0.0, le=1.0, description="Source trust the event would have had.")
     external_ref: str | None = Field(None, description="The event's external_ref (redacted).")
     tool_name: str | None = Field(None, description="The tool that produced it, if any (redacted).")

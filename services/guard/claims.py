@@ -74,7 +74,8 @@ _SCRIPT: Final = """
 local known = redis.call('GET', KEYS[1])
 if known then return tonumber(known) end
 local event, origin, ts = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local window, min_events, min_origins, ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local window, min_events = tonumber(ARGV[4]), tonumber(ARGV[5])
+local min_origins, ttl = tonumber(ARGV[6]), tonumber(ARGV[7])
 local burst = 0
 for i = 8, #ARGV do
   local key = ARGV[i]
@@ -114,7 +115,9 @@ class ClaimBursts:
         prefix: key prefix (tests use a unique one).
     """
 
-    def __init__(self, redis: Redis, settings: ClaimBurstSettings, *, prefix: str = "hindsight:guard") -> None:
+    def __init__(
+        self, redis: Redis, settings: ClaimBurstSettings, *, prefix: str = "hindsight:guard"
+    ) -> None:
         self._redis = redis
         self._cfg = settings
         self._prefix = prefix

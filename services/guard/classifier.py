@@ -79,7 +79,8 @@ def windows(text: str, size: int = WINDOW_CHARS) -> list[str]:
         return [text]
     out: list[str] = []
     current = ""
-    for sentence in _SENTENCE_RE.findall(text):
+    for found in _SENTENCE_RE.findall(text):
+        sentence = found
         if current and len(current) + len(sentence) > size:
             out.append(current)
             current = ""

@@ -80,8 +80,12 @@ class GuardPolicy(BaseModel):
         le=1.0,
         description="Attack probability of the instruction classifier that quarantines (see GuardSettings).",
     )
-    repeat_min_count: int = Field(3, ge=2, description="Times one sentence must occur in a text to quarantine.")
-    repeat_min_chars: int = Field(12, ge=1, description="Shortest normalised sentence that counts as a claim.")
+    repeat_min_count: int = Field(
+        3, ge=2, description="Times one sentence must occur in a text to quarantine."
+    )
+    repeat_min_chars: int = Field(
+        12, ge=1, description="Shortest normalised sentence that counts as a claim."
+    )
 
     @field_validator("actions", mode="after")
     @classmethod

@@ -12,7 +12,9 @@ class GuardSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_GUARD_", extra="ignore")
 
-    poisoning_checks: bool = Field(True, description="Quarantine poisoning attempts (classifier, repetition).")
+    poisoning_checks: bool = Field(
+        True, description="Quarantine poisoning attempts (classifier, repetition)."
+    )
     classifier: bool = Field(
         True, description="Use the trained instruction classifier; false = the keyword rules alone."
     )
@@ -22,7 +24,9 @@ class GuardSettings(BaseSettings):
         le=1.0,
         description="Classifier attack probability that quarantines (sweep in docs/guard.md).",
     )
-    repeat_min_count: int = Field(3, ge=2, description="Occurrences of one sentence in a text that quarantine.")
+    repeat_min_count: int = Field(
+        3, ge=2, description="Occurrences of one sentence in a text that quarantine."
+    )
     repeat_min_chars: int = Field(
         12, ge=1, description="Shortest normalised sentence (letters/digits) that counts as a claim."
     )

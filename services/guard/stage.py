@@ -134,7 +134,10 @@ class GuardStage:
             }
         )
         now = datetime.now(UTC)
-        scores = {**content.scores, **{f"tool_result_{k}": v for k, v in (result.scores if result else {}).items()}}
+        scores = {
+            **content.scores,
+            **{f"tool_result_{k}": v for k, v in (result.scores if result else {}).items()},
+        }
         if verdict != "pass":
             blocked = verdict == "block"
             return QuarantineRecord(

@@ -111,7 +111,13 @@ def train(
     recall = {
         c: round(float((best_pred[labels == c] == c).mean()), 4) for c in classes if (labels == c).any()
     }
-    report = {"lines": len(pairs), "features": len(vocab), "C": best_c, "cv_accuracy": cv, "cv_recall": recall}
+    report = {
+        "lines": len(pairs),
+        "features": len(vocab),
+        "C": best_c,
+        "cv_accuracy": cv,
+        "cv_recall": recall,
+    }
     return doc, report
 
 
