@@ -938,7 +938,7 @@ def _accept(
     return _kw_type(m), start, start + len(stripped)
 
 
-def _keyword_spans(text: str) -> Iterator[_Span]:  # noqa: PLR0912 (three fallbacks, in order)
+def _keyword_spans(text: str) -> Iterator[_Span]:
     for m in _KEYWORD_RE.finditer(text):
         word = m.group(0)
         # lower-case "pin" is usually the English word ("a pin", "pin the tab"); "PIN" / "pin code" count
