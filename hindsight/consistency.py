@@ -56,7 +56,8 @@ SAFETY_CATEGORIES: Final[dict[str, re.Pattern[str]]] = {
         r"password|passcode|\bpin\b|2fa|two-factor|recovery code|密码|口令|验证码", re.I
     ),
     "payment": re.compile(
-        r"bank account|\biban\b|payout|card ending|credit card|payment (?:method|details)|收款|银行卡|账户|支付",
+        r"bank account|\biban\b|payout|card ending|credit card|payment (?:method|details)|"
+        r"收款|银行卡|账户|支付",
         re.I,
     ),
 }
