@@ -70,10 +70,16 @@ _NEGATION_RE: Final = re.compile(
     r"不|没有|无|停用|作废|错误|有误|取消|删除|更正|改为|变更|已改|覆盖",
     re.I,
 )
-_WORD_RE: Final = re.compile(r"[a-z]{4,}|[\u4e00-\u9fff]{2}", re.I)
 _STOP: Final = frozenset(
-    {"user", "users", "that", "this", "with", "from", "have", "their", "patient", "用户", "患者"}
+    {"user", "users", "that", "this", "with", "from", "have", "their", "patient", "用户", "患者", "过敏"}
 )
+
+
+def _words(text: str) -> set[str]:
+    """Content words: Latin words of 4+ letters and overlapping CJK character bigrams."""
+    latin = {w.lower() for w in re.findall(r"[a-z]{4,}", text, re.I)}
+    cjk = "".join(c if "\u4e00" <= c <= "\u9fff" else " " for c in text)
+    return latin | {run[i : i + 2] for run in cjk.split() for i in range(len(run) - 1)}
 
 
 def safety_category(text: str) -> str | None:
@@ -98,8 +104,7 @@ class CorrectionJudge:
         for pair in pairs:
             old, new = pair.older.text, pair.newer.text
             topic = safety_category(old)
-            shared = {w.lower() for w in _WORD_RE.findall(old)} & {w.lower() for w in _WORD_RE.findall(new)}
-            shared -= _STOP
+            shared = (_words(old) & _words(new)) - _STOP
             if topic is None or safety_category(new) != topic:
                 out.append(Verdict("unrelated", 0.6, "no shared safety-critical topic", self.name))
             elif shared and _NEGATION_RE.search(new) and not _NEGATION_RE.search(old):
