@@ -108,16 +108,12 @@ def train(
         "weights": np.round(final.coef_.T, 4).tolist(),
         "intercept": np.round(final.intercept_, 4).tolist(),
     }
-    recall = {
-        c: round(float((best_pred[labels == c] == c).mean()), 4) for c in classes if (labels == c).any()
-    }
-    report = {
-        "lines": len(pairs),
-        "features": len(vocab),
-        "C": best_c,
-        "cv_accuracy": cv,
-        "cv_recall": recall,
-    }
+    report: dict[str, Any] = {"lines": len(pairs), "features": len(vocab), "C": best_c}
+    if cv:
+        report["cv_accuracy"] = cv
+        report["cv_recall"] = {
+            c: round(float((best_pred[labels == c] == c).mean()), 4) for c in classes if (labels == c).any()
+        }
     return doc, report
 
 
