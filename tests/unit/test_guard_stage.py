@@ -88,7 +88,14 @@ def test_pii_in_every_free_text_field_is_redacted() -> None:
     )
     assert isinstance(out, GuardedEvent)
     dumped = out.model_dump_json()
-    for raw in ("ann@example.com", "13812345678", "a.b@example.com", "bob@example.org", "13912345678", "555-0132"):
+    for raw in (
+        "ann@example.com",
+        "13812345678",
+        "a.b@example.com",
+        "bob@example.org",
+        "13912345678",
+        "555-0132",
+    ):
         assert raw not in dumped, raw
     event = out.interaction
     assert event.speaker == "Ann ([REDACTED:email])"
