@@ -50,7 +50,7 @@ def event_of(example: Example, i: int) -> InteractionEvent:
         agent_id="bench-agent",
         session_id="s",
         occurred_at=T0,
-        source=example.source,  # type: ignore[arg-type]
+        source=example.source,
         content=example.text,
     )
 
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] = ()) -> int:
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
         for split in ("all", "dev", "heldout"):
-            chosen = [e for e in examples if split == "all" or e.split == split]
+            chosen = [e for e in examples if split in ("all", e.split)]
             line = measure(stage, chosen, name, split)
             if split == "all":
                 line["us_per_event"] = cost_us(stage, chosen)
