@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
     from redis.asyncio import Redis
 
+    from hindsight.inference.chat import ChatModel
     from hindsight.inference.embedder import Embedder
+    from hindsight.inference.judge import FactExtractor, Judge
     from hindsight.inference.reranker import Reranker
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
@@ -203,6 +205,36 @@ class Resources:
                 self.settings.reranker, embedder=self.embedder() if local else None
             )
         return self._cache["reranker"]  # type: ignore[no-any-return]
+
+    def chat_model(self) -> ChatModel:
+        """The judge's and fact extractor's model (``HINDSIGHT_JUDGE_*``): loaded on first use (local:
+        ~3.5 s, ~1.9 GB) and closed with the resources."""
+        if "chat" not in self._cache:
+            from hindsight.inference.judge import build_chat_model  # noqa: PLC0415
+
+            chat = build_chat_model(self.settings.judge, self.settings.llm)
+            self._stack.callback(chat.close)
+            self._cache["chat"] = chat
+        return self._cache["chat"]  # type: ignore[no-any-return]
+
+    def judge(self) -> Judge:
+        """The revision judge (shares :meth:`chat_model`)."""
+        if "judge" not in self._cache:
+            from hindsight.inference.judge import build_judge  # noqa: PLC0415
+
+            self._cache["judge"] = build_judge(self.settings.judge, self.settings.llm, chat=self.chat_model())
+        return self._cache["judge"]  # type: ignore[no-any-return]
+
+    def fact_extractor(self) -> FactExtractor:
+        """The fact extractor, also a :class:`~hindsight.inference.judge.LessonWriter` (shares
+        :meth:`chat_model`)."""
+        if "facts" not in self._cache:
+            from hindsight.inference.judge import build_fact_extractor  # noqa: PLC0415
+
+            self._cache["facts"] = build_fact_extractor(
+                self.settings.judge, self.settings.llm, chat=self.chat_model()
+            )
+        return self._cache["facts"]  # type: ignore[no-any-return]
 
     def vector_store(self) -> VectorStore:
         """Qdrant server by URL, or the embedded Qdrant engine under ``data_dir/qdrant``."""
