@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     client = clickhouse_connect.get_client(dsn=f"chdb://{args.dir.resolve()}")
-    ttl = TtlDays(access=3650, recall=3650, feedback=3650, inventory=3650, quarantine=3650)
+    ttl = TtlDays(access=3650, recall=3650, feedback=3650, inventory=3650)
     store = AnalyticsStore(client, SchemaNames(args.database, ttl=ttl))
     store.migrate()
     truth = Truth()

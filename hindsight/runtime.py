@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hindsight.inference.reranker import Reranker
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
+    from hindsight.stores.quarantine import QuarantineStore
     from hindsight.stores.vector import VectorStore
     from hindsight.tuning.settings_file import Applied
 
@@ -303,7 +304,6 @@ class Resources:
                 recall=ch.recall_ttl_days,
                 feedback=ch.feedback_ttl_days,
                 inventory=ch.inventory_ttl_days,
-                quarantine=ch.quarantine_ttl_days,
             )
             names = SchemaNames(ch.database or current_database(client), ch.table, ttl)
             store = AnalyticsStore(client, names)
@@ -313,9 +313,19 @@ class Resources:
         return self._cache["clickhouse"]  # type: ignore[no-any-return]
 
     def analytics(self) -> AnalyticsStore:
-        """Recall log, feedback, inventory and quarantine tables over :meth:`clickhouse`."""
+        """Recall log, feedback and inventory tables over :meth:`clickhouse`."""
         self.clickhouse()
         return self._cache["analytics"]  # type: ignore[no-any-return]
+
+    def quarantine(self) -> QuarantineStore:
+        """The quarantine store (ClickHouse table ``HINDSIGHT_CLICKHOUSE_QUARANTINE_TABLE``)."""
+        if "quarantine" not in self._cache:
+            from hindsight.stores.quarantine import QuarantineStore  # noqa: PLC0415
+
+            store = QuarantineStore(self.clickhouse(), self.settings.clickhouse.quarantine_table)
+            store.ensure_schema()
+            self._cache["quarantine"] = store
+        return self._cache["quarantine"]  # type: ignore[no-any-return]
 
     def access_log(self) -> AccessLogStore:
         """ClickHouse access log (created by migration 1 of the analytics schema)."""

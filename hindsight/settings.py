@@ -94,7 +94,7 @@ class ClickHouseSettings(BaseSettings):
     recall_ttl_days: int = Field(90, ge=1, description="Days recall_log / recall_candidates keep a row.")
     feedback_ttl_days: int = Field(180, ge=1, description="Days recall_feedback keeps a label.")
     inventory_ttl_days: int = Field(730, ge=1, description="Days memory_inventory keeps a memory's row.")
-    quarantine_ttl_days: int = Field(90, ge=1, description="Days quarantine_log keeps an item.")
+    quarantine_table: str = Field("quarantine", description="Quarantine review table (guard).")
 
 
 class RedisSettings(BaseSettings):

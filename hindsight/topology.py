@@ -10,10 +10,11 @@ from schemas import Topic
 
 STAGE_TOPICS: dict[str, tuple[str, ...]] = {
     "guard": (Topic.INTERACTIONS,),
+    "quarantine": (Topic.QUARANTINE,),
     "ingest-trigger": (Topic.GUARDED,),
     "ingest-embed": (Topic.CANDIDATES,),
     "reflect": (Topic.SESSIONS,),
     "accesslog": (Topic.ACCESS,),
-    "analytics": (Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES, Topic.QUARANTINE),
+    "analytics": (Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES),
 }
 """Consumer group suffix (``<prefix>-<suffix>``) -> the topics that group consumes."""

@@ -12,9 +12,9 @@ once; every read uses ``FINAL``):
 - ``recall_feedback``: the agent's label per (query, memory), latest ``given_at`` wins; TTL
   ``feedback_ttl_days`` (180);
 - ``memory_inventory``: one row per stored memory (type, kind, importance, created/stored times),
-  keyed by memory id; TTL ``inventory_ttl_days`` (730);
-- ``quarantine_log``: one row per interaction the guard refused (reasons, redacted content), keyed
-  by event id; TTL ``quarantine_ttl_days`` (90).
+  keyed by memory id; TTL ``inventory_ttl_days`` (730).
+
+(Quarantined items live in the guard's review table, :mod:`hindsight.stores.quarantine`.)
 
 How migrations work: :data:`MIGRATIONS` is an append-only list of numbered steps; ``schema_migrations``
 records each applied version. :func:`migrate` applies the missing ones in order, then re-creates the
@@ -52,7 +52,6 @@ class TtlDays:
     recall: int = 90
     feedback: int = 180
     inventory: int = 730
-    quarantine: int = 90
 
 
 def quote_ident(name: str) -> str:
@@ -228,29 +227,6 @@ SETTINGS {_DEDUP}"""
     ]
 
 
-def _quarantine(names: SchemaNames) -> list[str]:
-    return [
-        f"""CREATE TABLE IF NOT EXISTS {names.table("quarantine_log")} (
-    `event_id` String,
-    `tenant_id` String,
-    `user_id` String,
-    `agent_id` String,
-    `session_id` String,
-    `verdict` LowCardinality(String),
-    `reasons` Array(String),
-    `findings` Map(String, UInt32),
-    `source` LowCardinality(String),
-    `content_redacted` Nullable(String),
-    `quarantined_at` DateTime64(3, 'UTC')
-)
-ENGINE = ReplacingMergeTree
-PARTITION BY toYYYYMM(quarantined_at)
-ORDER BY (tenant_id, user_id, quarantined_at, event_id)
-TTL toDateTime(quarantined_at) + toIntervalDay({names.ttl.quarantine})
-SETTINGS {_DEDUP}"""
-    ]
-
-
 @dataclass(frozen=True)
 class Migration:
     """One numbered schema step: ``statements(names)`` are idempotent DDL statements."""
@@ -266,7 +242,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "recall_log and recall_candidates", _recall_tables),
     Migration(4, "recall_feedback", _feedback),
     Migration(5, "memory_inventory", _inventory),
-    Migration(6, "quarantine_log", _quarantine),
 )
 """Append-only: never change a released step (module doc)."""
 

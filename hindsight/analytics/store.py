@@ -26,7 +26,6 @@ from schemas import (
     EpisodeEvent,
     Memory,
     MemoryStoredEvent,
-    QuarantineRecord,
     RecallFeedbackEvent,
     RecallLogEvent,
 )
@@ -110,19 +109,6 @@ _INVENTORY_COLUMNS = (
     "parent_id",
     "created_at",
     "stored_at",
-)
-_QUARANTINE_COLUMNS = (
-    "event_id",
-    "tenant_id",
-    "user_id",
-    "agent_id",
-    "session_id",
-    "verdict",
-    "reasons",
-    "findings",
-    "source",
-    "content_redacted",
-    "quarantined_at",
 )
 
 
@@ -226,7 +212,7 @@ class RecallOwner:
 
 
 class AnalyticsStore:
-    """Recall log, candidates, feedback, inventory and quarantine tables (module doc).
+    """Recall log, candidates, feedback and inventory tables (module doc).
 
     Args:
         client: a ``clickhouse_connect`` client (HTTP or chDB), owned by the caller.
@@ -302,31 +288,6 @@ class AnalyticsStore:
             [inventory_row(m) for m in unique],
             _token("inventory", keys),
         )
-
-    def insert_quarantine(self, records: Sequence[QuarantineRecord]) -> None:
-        """Record quarantined interactions (redacted content, reasons) in ``quarantine_log``.
-
-        Raises:
-            StoreUnavailableError: ClickHouse failed.
-        """
-        rows = [
-            [
-                r.event_id,
-                r.tenant_id,
-                r.user_id,
-                r.agent_id,
-                r.session_id,
-                r.verdict,
-                list(r.reasons),
-                dict(r.findings),
-                r.source,
-                r.content_redacted,
-                r.quarantined_at,
-            ]
-            for r in records
-        ]
-        keys = [f"{r.tenant_id}/{r.event_id}" for r in records]
-        self._insert("quarantine_log", _QUARANTINE_COLUMNS, rows, _token("quarantine", keys))
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -467,36 +428,6 @@ ORDER BY c.recalled_at DESC LIMIT {{limit:UInt32}}""",
             {"tenant": tenant_id, "memory": memory_id, "limit": limit},
         )
         keys = ("query_id", "outcome", "rank", "similarity", "final_score", "recalled_at", "label")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
-
-    def quarantined(
-        self, tenant_id: str, user_id: str | None = None, limit: int = 200
-    ) -> list[dict[str, Any]]:
-        """Quarantined / blocked interactions of a tenant (optionally one user), newest first.
-
-        Raises:
-            StoreUnavailableError: ClickHouse failed.
-        """
-        user = "AND user_id = {user:String}" if user_id else ""
-        rows = self.query(
-            f"""SELECT event_id, user_id, agent_id, session_id, verdict, reasons, source, content_redacted,
-    quarantined_at
-FROM {self.names.table("quarantine_log")} FINAL
-WHERE tenant_id = {{tenant:String}} {user}
-ORDER BY quarantined_at DESC LIMIT {{limit:UInt32}}""",
-            {"tenant": tenant_id, "user": user_id or "", "limit": limit},
-        )
-        keys = (
-            "event_id",
-            "user_id",
-            "agent_id",
-            "session_id",
-            "verdict",
-            "reasons",
-            "source",
-            "content",
-            "quarantined_at",
-        )
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def users(self, tenant_id: str, limit: int = 500) -> list[tuple[str, int, datetime | None]]:

@@ -152,27 +152,6 @@ ORDER BY (tenant_id, user_id, memory_id)
 TTL toDateTime(stored_at) + toIntervalDay(730)
 SETTINGS non_replicated_deduplication_window = 1000;
 
--- migration 6: quarantine_log
-
-CREATE TABLE IF NOT EXISTS `hindsight`.`quarantine_log` (
-    `event_id` String,
-    `tenant_id` String,
-    `user_id` String,
-    `agent_id` String,
-    `session_id` String,
-    `verdict` LowCardinality(String),
-    `reasons` Array(String),
-    `findings` Map(String, UInt32),
-    `source` LowCardinality(String),
-    `content_redacted` Nullable(String),
-    `quarantined_at` DateTime64(3, 'UTC')
-)
-ENGINE = ReplacingMergeTree
-PARTITION BY toYYYYMM(quarantined_at)
-ORDER BY (tenant_id, user_id, quarantined_at, event_id)
-TTL toDateTime(quarantined_at) + toIntervalDay(90)
-SETTINGS non_replicated_deduplication_window = 1000;
-
 -- views (re-created at every start)
 
 CREATE OR REPLACE VIEW `hindsight`.`v_latest_feedback` AS

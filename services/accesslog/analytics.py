@@ -1,12 +1,12 @@
-"""Analytics sink: recalls, feedback, stored memories and quarantine -> ClickHouse (DESIGN.md s10).
+"""Analytics sink: recalls, feedback and stored memories -> ClickHouse (DESIGN.md s10).
 
 One consumer group (``<prefix>-analytics``) over ``memory.recalls.v1`` (every candidate a recall
 considered), ``memory.feedback.v1`` (the agent's labels), ``memory.stored.v1`` and
-``memory.episodes.v1`` (the memory inventory the tuner replays) and ``memory.quarantine.v1`` (what the
-console shows for review). Each batch is written with one insert per table, durable before the offset
-is committed; redelivery is deduplicated by the tables (:mod:`hindsight.analytics.store`). It is a
-separate group from the access log, so a slow analytics insert never holds back the access counts the
-eviction job reads.
+``memory.episodes.v1`` (the memory inventory the tuner replays); quarantined items have their own
+sink and table (the guard's review store). Each batch is written with one insert per table, durable
+before the offset is committed; redelivery is deduplicated by the tables
+(:mod:`hindsight.analytics.store`). It is a separate group from the access log, so a slow analytics
+insert never holds back the access counts the eviction job reads.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from hindsight.consumer import Envelope, Rejection, parse_model
 from schemas import (
     EpisodeEvent,
     MemoryStoredEvent,
-    QuarantineRecord,
     RecallFeedbackEvent,
     RecallLogEvent,
     Topic,
@@ -36,7 +35,6 @@ TOPICS: dict[str, type[BaseModel]] = {
     Topic.FEEDBACK: RecallFeedbackEvent,
     Topic.STORED: MemoryStoredEvent,
     Topic.EPISODES: EpisodeEvent,
-    Topic.QUARANTINE: QuarantineRecord,
 }
 """Topic -> the event model it carries."""
 
@@ -69,13 +67,10 @@ class AnalyticsStage:
         recalls = [e.event for e in batch if isinstance(e.event, RecallLogEvent)]
         feedback = [e.event for e in batch if isinstance(e.event, RecallFeedbackEvent)]
         memories = [e.event for e in batch if isinstance(e.event, MemoryStoredEvent | EpisodeEvent)]
-        quarantine = [e.event for e in batch if isinstance(e.event, QuarantineRecord)]
         if recalls:
             await asyncio.to_thread(self._store.insert_recalls, recalls)
         if feedback:
             await asyncio.to_thread(self._store.insert_feedback, feedback)
         if memories:
             await asyncio.to_thread(self._store.insert_memories, memories)
-        if quarantine:
-            await asyncio.to_thread(self._store.insert_quarantine, quarantine)
         return ()

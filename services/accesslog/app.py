@@ -13,7 +13,7 @@ from services.accesslog.stage import AccessLogStage
 
 def register(resources: Resources) -> None:
     """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback, stored memories and quarantine (group ``<prefix>-analytics``)."""
+    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``)."""
     resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
     resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
 

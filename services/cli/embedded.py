@@ -35,11 +35,12 @@ log = logging.getLogger("hindsight.embedded")
 
 CONSUMER_TOPICS: dict[str, list[str]] = {
     "guard": [Topic.INTERACTIONS],
+    "quarantine": [Topic.QUARANTINE],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
     "reflect": [Topic.SESSIONS],
     "accesslog": [Topic.ACCESS],
-    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES, Topic.QUARANTINE],
+    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES],
 }
 """Consumer group suffix -> topics it consumes (what "caught up" means)."""
 
@@ -119,7 +120,7 @@ async def embedded_stack(
             resources.bootstrap = bootstrap
             resources.stage_topics = {name: tuple(topics) for name, topics in CONSUMER_TOPICS.items()}
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
-            guard_app.register(resources)
+            await guard_app.register(resources)
             await ingest_app.register(resources)
             await reflect_app.register(resources)
             accesslog_app.register(resources)

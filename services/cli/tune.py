@@ -94,7 +94,6 @@ def open_store(cfg: AllSettings) -> AnalyticsStore:
         recall=ch.recall_ttl_days,
         feedback=ch.feedback_ttl_days,
         inventory=ch.inventory_ttl_days,
-        quarantine=ch.quarantine_ttl_days,
     )
     store = AnalyticsStore(client, SchemaNames(ch.database or current_database(client), ch.table, ttl))
     store.migrate()

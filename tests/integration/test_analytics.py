@@ -22,7 +22,6 @@ from schemas import (
     Memory,
     MemoryStoredEvent,
     Provenance,
-    QuarantineRecord,
     RecallCandidate,
     RecallFeedbackEvent,
     RecallLogEvent,
@@ -114,7 +113,7 @@ def test_migrations_apply_once_and_twice_is_a_no_op(clickhouse_client: Client) -
         ).result_rows
     }
     assert {"access_log", "recall_log", "recall_candidates", "recall_feedback", "memory_inventory"} <= tables
-    assert {"quarantine_log", "v_floor_curve", "v_reuse_gaps", "v_recall_latency"} <= tables
+    assert {"v_floor_curve", "v_reuse_gaps", "v_recall_latency"} <= tables
     ddl = dict(
         clickhouse_client.query(
             "SELECT name, create_table_query FROM system.tables WHERE database = {db:String}",
@@ -222,24 +221,11 @@ async def test_labels_views_and_tuning_queries_answer_over_the_sink(store: Analy
         last_accessed_at=T0 - timedelta(days=2),
         provenance=Provenance(),
     )
-    quarantined = QuarantineRecord(
-        tenant_id="t1",
-        user_id="u1",
-        agent_id="a",
-        session_id="s",
-        event_id="e-bad",
-        verdict="quarantine",
-        reasons=("poisoning:instruction",),
-        source="tool",
-        content_redacted="from now on always ...",
-        quarantined_at=T0,
-    )
     await stage.handle(_envelopes(recalls, Topic.RECALLS), out)
     await stage.handle(_envelopes(feedback, Topic.FEEDBACK), out)
     await stage.handle(
         _envelopes([MemoryStoredEvent(memory=memory, candidate_id="m-used")], Topic.STORED), out
     )
-    await stage.handle(_envelopes([quarantined], Topic.QUARANTINE), out)
 
     db = store.names.database
     curve = store.query(f"SELECT threshold, recall, precision FROM {db}.v_floor_curve ORDER BY threshold")
@@ -263,8 +249,6 @@ async def test_labels_views_and_tuning_queries_answer_over_the_sink(store: Analy
     assert replay["uses_before"] == [[3]]
     assert replay["used_after"] == [[True]]
     assert replay["last_use_before"][0][0] == pytest.approx(_days(T0 + timedelta(days=2)), abs=1e-6)
-    assert [r["event_id"] for r in store.quarantined("t1")] == ["e-bad"]
-    assert store.quarantined("t2") == []
     assert store.users("t1")[0][:2] == ("u1", 1)
 
 

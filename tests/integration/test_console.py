@@ -172,7 +172,7 @@ async def console(
                 ]
             )
             analytics.insert_memories([MemoryStoredEvent(memory=m, candidate_id=m.id) for m in memories])
-            analytics.insert_quarantine(
+            resources.quarantine().add(
                 [
                     QuarantineRecord(
                         tenant_id=TENANT,

@@ -58,7 +58,7 @@ def test_tune_refuses_too_little_data_and_says_how_much_it_needs(chdb_dsn: str, 
 def test_tune_finds_the_known_answer_of_a_synthetic_population(
     clickhouse_client: Client, tmp_path: Path
 ) -> None:
-    names = SchemaNames(f"syn_{uuid.uuid4().hex[:8]}", ttl=TtlDays(3650, 3650, 3650, 3650, 3650))
+    names = SchemaNames(f"syn_{uuid.uuid4().hex[:8]}", ttl=TtlDays(3650, 3650, 3650, 3650))
     store = AnalyticsStore(clickhouse_client, names)
     store.migrate()
     truth = Truth()

@@ -3,7 +3,8 @@
 Memories come from the vector store (the source of truth for status and version chains), read with
 a payload include-list: a user's timeline needs five small fields per memory, not the text, which is
 what keeps a user with 10,000 memories under the console's 500 ms budget. Recalls, labels, accesses
-and quarantine come from ClickHouse (:class:`~hindsight.analytics.store.AnalyticsStore`).
+come from ClickHouse (:class:`~hindsight.analytics.store.AnalyticsStore`), quarantine from the
+guard's review store.
 """
 
 from __future__ import annotations

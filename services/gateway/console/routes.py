@@ -321,12 +321,26 @@ async def logged_recall(request: Request, query_id: str) -> HTMLResponse:
 
 @router.get("/quarantine")
 async def quarantine(request: Request, user_id: str | None = None) -> HTMLResponse:
-    """Quarantined and blocked interactions of the tenant with their reasons (redacted)."""
+    """Quarantined and blocked interactions of the tenant with their reasons and review status
+    (the guard's review store; release or reject them with ``POST /v1/quarantine/{id}/...``)."""
     started = time.perf_counter()
     principal = admin(request)
-    items = await _run(
-        _state(request).resources.analytics().quarantined, principal.tenant_id, user_id or None
-    )
+    store = _state(request).resources.quarantine()
+    found = await _run(lambda: store.find(principal.tenant_id, user_id=user_id or None, limit=200))
+    items = [
+        {
+            "id": item.id,
+            "status": item.status,
+            "quarantined_at": item.record.quarantined_at,
+            "user_id": item.record.user_id,
+            "agent_id": item.record.agent_id,
+            "verdict": item.record.verdict,
+            "reasons": item.record.reasons,
+            "source": item.record.source,
+            "content": item.record.content_redacted,
+        }
+        for item in found
+    ]
     return _page(request, "quarantine.html", started, principal=principal, items=items, user_id=user_id or "")
 
 
