@@ -1,6 +1,6 @@
 """The console's timeline chart: a PNG drawn by matplotlib (object API, Agg canvas: no pyplot global
 state, safe in a worker thread). One lane per memory type, one dot per memory at its ``created_at``,
-coloured by status; a few thousand dots draw in tens of milliseconds."""
+coloured by status (line markers, not a scatter collection: several times faster for 10,000 dots)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from services.gateway.console.data import TimelinePoint
+from services.gateway.console.data import Timeline
 
 TYPES = ("working", "episodic", "semantic")
 STATUS_COLORS = {
@@ -22,26 +22,27 @@ STATUS_COLORS = {
 }
 
 
-def timeline_png(points: list[TimelinePoint], title: str) -> bytes:
-    """PNG bytes of the timeline of ``points`` (any order)."""
+def timeline_png(timeline: Timeline, title: str) -> bytes:
+    """PNG bytes of ``timeline`` (x: ``created_at``, one lane per type, one colour per status)."""
     fig = Figure(figsize=(11, 2.8), dpi=90)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     lanes = {t: i for i, t in enumerate(TYPES)}
-    for t in sorted({p.type for p in points} - set(lanes)):
+    for t in sorted(set(timeline.types) - set(lanes)):
         lanes[t] = len(lanes)
-    rng = np.random.default_rng(0)  # deterministic jitter
-    if points:
-        xs = np.array([p.created_ts for p in points], dtype=np.float64)
-        ys = np.array([lanes[p.type] for p in points], dtype=np.float64) + rng.uniform(-0.3, 0.3, len(points))
-        statuses = np.array([p.status for p in points])
-        for status in sorted(set(statuses.tolist())):
+    if len(timeline):
+        rng = np.random.default_rng(0)  # deterministic jitter
+        days = timeline.created / 86_400.0  # matplotlib date numbers: days since 1970-01-01 (UTC)
+        ys = np.fromiter((lanes[t] for t in timeline.types), dtype=np.float64, count=len(timeline))
+        ys += rng.uniform(-0.3, 0.3, len(timeline))
+        statuses = np.asarray(timeline.statuses)
+        for status in sorted(set(timeline.statuses)):
             mask = statuses == status
-            dates = (xs[mask] * 1000.0).astype("int64").astype("datetime64[ms]")  # UTC epoch ms
-            ax.scatter(
-                dates, ys[mask], s=6, alpha=0.6, color=STATUS_COLORS.get(status, "black"),
-                label=f"{status} ({int(mask.sum())})", linewidths=0,
+            ax.plot(
+                days[mask], ys[mask], linestyle="none", marker="o", markersize=2.2, alpha=0.6,
+                color=STATUS_COLORS.get(status, "black"), label=f"{status} ({int(mask.sum())})",
             )  # fmt: skip
+        ax.xaxis_date(tz="UTC")
         ax.legend(loc="upper left", fontsize=7, ncol=5, markerscale=2)
     ax.set_yticks(list(lanes.values()), list(lanes))
     ax.set_ylim(-0.6, len(lanes) - 0.4)

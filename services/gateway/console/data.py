@@ -10,11 +10,15 @@ guard's review store.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from hindsight.stores.vector import MemoryFilter
 from hindsight.tuning import settings_file
@@ -23,8 +27,10 @@ if TYPE_CHECKING:
     from hindsight.runtime import Resources
     from hindsight.stores.vector import VectorStore
 
-TIMELINE_FIELDS = ("created_ts", "type", "status", "kind", "version")
+TIMELINE_FIELDS = ("created_ts", "type", "status")
 """Payload keys the timeline reads per memory."""
+TIMELINE_TTL_S = 30.0
+"""How long a user's timeline is reused by the next request (the page says when it was read)."""
 PAGE = 50
 """Memories per page of a user's table."""
 SCROLL_PAGE = 4096
@@ -32,50 +38,86 @@ MAX_CHAIN = 100
 
 
 @dataclass(frozen=True)
-class TimelinePoint:
-    """One memory on a user's timeline."""
+class Timeline:
+    """A user's memories as columns, newest first (``created`` in epoch seconds)."""
 
-    id: str
-    created_ts: float
-    type: str
-    status: str
-    kind: str
-    version: int
+    ids: list[str]
+    created: np.ndarray
+    types: list[str]
+    statuses: list[str]
+    read_at: float
+    """``time.monotonic()`` when it was read (the cache's clock)."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, status: str | None, memory_type: str | None) -> list[str]:
+        """Ids (newest first) with this status and type (``None``/empty: any)."""
+        return [
+            i
+            for i, s, t in zip(self.ids, self.statuses, self.types, strict=True)
+            if (not status or s == status) and (not memory_type or t == memory_type)
+        ]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``{type: {status: n}}``."""
+        out: dict[str, dict[str, int]] = {}
+        for (t, s), n in Counter(zip(self.types, self.statuses, strict=True)).items():
+            out.setdefault(t, {})[s] = n
+        return out
 
 
-def timeline(
-    store: VectorStore, tenant_id: str, user_id: str, scopes: tuple[str, ...] | None
-) -> list[TimelinePoint]:
-    """Every memory of ``user_id`` (all statuses), newest first, with the timeline fields only."""
-    flt = MemoryFilter(tenant_id=tenant_id, user_id=user_id, scopes=scopes, statuses=None)
-    points: list[TimelinePoint] = []
+def read_timeline(store: VectorStore, tenant_id: str, user_id: str) -> Timeline:
+    """Every memory of ``user_id`` (all statuses) with the timeline fields only, newest first."""
+    flt = MemoryFilter(tenant_id=tenant_id, user_id=user_id, statuses=None)
+    ids: list[str] = []
+    created: list[float] = []
+    types: list[str] = []
+    statuses: list[str] = []
     offset: str | None = None
     while True:
         page, offset = store.scroll(flt, SCROLL_PAGE, offset, fields=TIMELINE_FIELDS)
         for r in page:
             p = r.payload
-            points.append(
-                TimelinePoint(
-                    r.id,
-                    float(p.get("created_ts", 0.0)),
-                    str(p.get("type", "episodic")),
-                    str(p.get("status", "active")),
-                    str(p.get("kind", "turn")),
-                    int(p.get("version", 1)),
-                )
-            )
+            ids.append(r.id)
+            created.append(float(p.get("created_ts", 0.0)))
+            types.append(str(p.get("type", "episodic")))
+            statuses.append(str(p.get("status", "active")))
         if offset is None:
             break
-    points.sort(key=lambda m: (-m.created_ts, m.id))
-    return points
+    order = np.argsort(-np.asarray(created, dtype=np.float64), kind="stable")
+    return Timeline(
+        [ids[i] for i in order],
+        np.asarray(created, dtype=np.float64)[order],
+        [types[i] for i in order],
+        [statuses[i] for i in order],
+        time.monotonic(),
+    )
 
 
-def counts(points: list[TimelinePoint]) -> dict[str, dict[str, int]]:
-    """``{type: {status: n}}`` of a timeline."""
-    out: dict[str, dict[str, int]] = {}
-    for (t, s), n in Counter((m.type, m.status) for m in points).items():
-        out.setdefault(t, {})[s] = n
-    return out
+class TimelineCache:
+    """Timelines read in the last ``ttl_s`` seconds, per (tenant, user): the user page, its chart and
+    its next pages share one read. Bounded (oldest evicted first)."""
+
+    def __init__(self, ttl_s: float = TIMELINE_TTL_S, size: int = 64) -> None:
+        self._ttl = ttl_s
+        self._size = size
+        self._items: dict[tuple[str, str], Timeline] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: VectorStore, tenant_id: str, user_id: str, *, fresh: bool = False) -> Timeline:
+        """The cached timeline, or a new read (``fresh`` forces one)."""
+        key = (tenant_id, user_id)
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and not fresh and time.monotonic() - hit.read_at < self._ttl:
+            return hit
+        timeline = read_timeline(store, tenant_id, user_id)
+        with self._lock:
+            self._items[key] = timeline
+            while len(self._items) > self._size:
+                self._items.pop(next(iter(self._items)))
+        return timeline
 
 
 def full(store: VectorStore, ids: list[str]) -> list[dict[str, Any]]:

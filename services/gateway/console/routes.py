@@ -85,6 +85,14 @@ def _sessions(request: Request) -> ConsoleSessions:
     return sessions
 
 
+def _timelines(request: Request) -> data.TimelineCache:
+    cache: data.TimelineCache | None = getattr(request.app.state, "console_timelines", None)
+    if cache is None:
+        cache = data.TimelineCache()
+        request.app.state.console_timelines = cache
+    return cache
+
+
 def admin(request: Request) -> Principal:
     """The admin principal of this request (session cookie or ``Authorization`` header).
 
@@ -219,27 +227,31 @@ async def user(
     page: Annotated[int, Query(ge=1)] = 1,
     status: str | None = None,
     type: str | None = None,
+    fresh: bool = False,
 ) -> HTMLResponse:
-    """A user's memories: counts by type and status, the timeline chart, a page of the table."""
+    """A user's memories: counts by type and status, the timeline chart, a page of the table
+    (``fresh``: read the store again instead of the list read in the last 30 s)."""
     started = time.perf_counter()
     principal = admin(request)
     store = _state(request).resources.vector_store()
-    points = await _run(data.timeline, store, principal.tenant_id, user_id, None)
-    chosen = [p for p in points if (not status or p.status == status) and (not type or p.type == type)]
+    timelines = _timelines(request)
+    timeline = await _run(lambda: timelines.get(store, principal.tenant_id, user_id, fresh=fresh))
+    chosen = timeline.select(status, type)
     first = (page - 1) * data.PAGE
-    rows = await _run(data.full, store, [p.id for p in chosen[first : first + data.PAGE]])
+    rows = await _run(data.full, store, chosen[first : first + data.PAGE])
     return _page(
         request,
         "user.html",
         started,
         principal=principal,
         user_id=user_id,
-        total=len(points),
-        counts=data.counts(points),
+        total=len(timeline),
+        counts=timeline.counts(),
         rows=rows,
         page=page,
         pages=max(1, -(-len(chosen) // data.PAGE)),
         shown=len(chosen),
+        read_s=round(time.monotonic() - timeline.read_at),
         status=status or "",
         type=type or "",
     )
@@ -251,8 +263,8 @@ async def user_timeline(request: Request, user_id: str) -> Response:
     started = time.perf_counter()
     principal = admin(request)
     store = _state(request).resources.vector_store()
-    points = await _run(data.timeline, store, principal.tenant_id, user_id, None)
-    png = await _run(timeline_png, points, f"{user_id}: {len(points)} memories by created_at")
+    timeline = await _run(_timelines(request).get, store, principal.tenant_id, user_id)
+    png = await _run(timeline_png, timeline, f"{user_id}: {len(timeline)} memories by created_at")
     headers = {"Server-Timing": f"render;dur={(time.perf_counter() - started) * 1000:.1f}"}
     return Response(png, media_type="image/png", headers=headers)
 
