@@ -216,12 +216,15 @@ async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
     from hindsight.settings import AllSettings  # noqa: PLC0415
     from hindsight.stores.vector import MemoryFilter  # noqa: PLC0415
     from hindsight.tuning.run import Current, TuneOptions, run_and_write  # noqa: PLC0415
+    from schemas import InteractionEvent  # noqa: PLC0415
     from services.cli.demo import publish, wait_with_progress  # noqa: PLC0415
     from services.cli.embedded import embedded_stack  # noqa: PLC0415
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
     convs = [locomo.conversation(s) for s in locomo.select(locomo.load(data), ids)]
-    events = [e for c in convs for e in c.events]
+    # turns only: the replay is about turn memories; session closes would add episode consolidation
+    # (and its LLM) to the ingest without changing what is asked
+    events = [e for c in convs for e in c.events if isinstance(e, InteractionEvent)]
     timeline = question_times(convs, seed)
     split = int(len(timeline) * history)
     past, future = timeline[:split], timeline[split:]
@@ -233,8 +236,7 @@ async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
     async with embedded_stack(cfg, gateway) as stack:
         started = time.perf_counter()
         await publish(stack.bootstrap, events)
-        interactions = sum(1 for e in events if e.__class__.__name__ == "InteractionEvent")
-        await wait_with_progress(stack, interactions, timeout_s)
+        await wait_with_progress(stack, len(events), timeout_s)
         ingest_s = time.perf_counter() - started
         headers = {"Authorization": f"Bearer {API_KEY}"}
         uses: dict[str, list[float]] = {}

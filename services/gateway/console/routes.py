@@ -224,6 +224,7 @@ async def lag(request: Request) -> HTMLResponse:
 async def user(
     request: Request,
     user_id: str,
+    *,
     page: Annotated[int, Query(ge=1)] = 1,
     status: str | None = None,
     type: str | None = None,
