@@ -56,6 +56,8 @@ _EXAMPLE_OLD = datetime(2024, 3, 4, tzinfo=UTC)
 _EXAMPLE_NEW = datetime(2024, 9, 17, tzinfo=UTC)
 """Dates shown with the few-shot pairs."""
 
+_WARM_PAIR = JudgePair(Statement("ok", _EXAMPLE_OLD), Statement("ok", _EXAMPLE_NEW), cosine=1.0)
+
 JUDGE_SLOT = 0
 FACT_SLOT = 1
 """llama.cpp prefix-cache slots: the judge's and the extractor's (and lesson writer's) prefixes."""
@@ -306,18 +308,39 @@ class LLMJudge:
             return self._show(pairs[0])
         return "\n".join(f"{i}. {self._show(p)}" for i, p in enumerate(pairs, 1))
 
+    def warm(self) -> float:
+        """Evaluate the fixed prefix once so the first real call only pays for its pair (the local
+        model's prefix is ~600 tokens: ~17 s on two quiet cores, minutes on a saturated machine).
+        Call it from a background task at startup. Returns the seconds it took.
+
+        Raises:
+            ModelUnavailableError: the model timed out or is unreachable.
+        """
+        started = time.monotonic()
+        self.judge([_WARM_PAIR])
+        return time.monotonic() - started
+
     def judge(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
         """One verdict per pair, in order (see the module doc for how it is decided).
 
         Raises:
             ModelUnavailableError: the model timed out or is unreachable.
         """
-        out: list[Verdict] = []
+        return [verdict for verdict, _ in self.judge_detailed(pairs)]
+
+    def judge_detailed(self, pairs: Sequence[JudgePair]) -> list[tuple[Verdict, dict[str, float] | None]]:
+        """:meth:`judge` with the model's relation distribution behind each verdict (None when the
+        backend gave no log-probabilities or the reply was invalid); for calibration.
+
+        Raises:
+            ModelUnavailableError: the model timed out or is unreachable.
+        """
+        out: list[tuple[Verdict, dict[str, float] | None]] = []
         for start in range(0, len(pairs), self._per_prompt):
             out.extend(self._judge_chunk(pairs[start : start + self._per_prompt]))
         return out
 
-    def _judge_chunk(self, pairs: Sequence[JudgePair]) -> list[Verdict]:
+    def _judge_chunk(self, pairs: Sequence[JudgePair]) -> list[tuple[Verdict, dict[str, float] | None]]:
         n = len(pairs)
         single = self._per_prompt == 1
         request = ChatRequest(
@@ -337,21 +360,20 @@ class LLMJudge:
             self.seconds += time.monotonic() - started
             answers = self._parse(reply, n, single)
             if answers is not None:
-                probs = relation_probabilities(reply.logprobs, reply.text)
-                verdicts = []
+                found = relation_probabilities(reply.logprobs, reply.text)
+                out: list[tuple[Verdict, dict[str, float] | None]] = []
                 for i, answered in enumerate(answers):
-                    relation, confidence = self._policy.decide(
-                        probs[i] if len(probs) == n else None, answered
-                    )
+                    probs = found[i] if len(found) == n else None
+                    relation, confidence = self._policy.decide(probs, answered)
                     reason = f"model said {answered}"
-                    if len(probs) == n:
-                        reason += " (" + ", ".join(f"{r} {p:.2f}" for r, p in probs[i].items()) + ")"
-                    verdicts.append(Verdict(relation, round(confidence, 4), reason, self.name))
-                return verdicts
+                    if probs is not None:
+                        reason += " (" + ", ".join(f"{r} {p:.2f}" for r, p in probs.items()) + ")"
+                    out.append((Verdict(relation, round(confidence, 4), reason, self.name), probs))
+                return out
             problem = reply.text[:200]
             request = replace(request, temperature=0.3 * (attempt + 1))
         log.warning("judge reply invalid after %d attempts: %r", self._attempts, problem)
-        return [Verdict("unsure", 0.0, f"invalid reply: {problem!r}", self.name) for _ in pairs]
+        return [(Verdict("unsure", 0.0, f"invalid reply: {problem!r}", self.name), None) for _ in pairs]
 
     @staticmethod
     def _parse(reply: ChatReply, n: int, single: bool) -> list[ModelRelation] | None:
@@ -415,6 +437,16 @@ class LLMFactExtractor:
                 request = replace(request, temperature=0.3 * (attempt + 1))
         log.warning("%s reply invalid after %d attempts: %r", model.__name__, self._attempts, text[:200])
         return None
+
+    def warm(self) -> float:
+        """Evaluate the extractor's fixed prefix once (see :meth:`LLMJudge.warm`); seconds taken.
+
+        Raises:
+            ModelUnavailableError: the model timed out or is unreachable.
+        """
+        started = time.monotonic()
+        self.extract([Statement("ok", _EXAMPLE_OLD)])
+        return time.monotonic() - started
 
     def extract(self, texts: Sequence[Statement]) -> list[list[Fact]]:
         """Facts per turn, in order (an empty list for filler or an invalid reply).

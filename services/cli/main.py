@@ -343,3 +343,12 @@ def bench_inference(ctx: typer.Context) -> None:
     from bench.inference import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("judge", context_settings=_PASS_THROUGH)
+def bench_judge(ctx: typer.Context) -> None:
+    """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
+    false supersede on look-alikes, ms per pair (--help for options)."""
+    from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
