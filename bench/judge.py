@@ -208,13 +208,27 @@ def fact_metrics(rows: Sequence[dict[str, Any]], predicted: Sequence[Sequence[Fa
     }
 
 
+def judge_settings(args: argparse.Namespace) -> Any:
+    """``JudgeSettings`` from the environment with the command line's overrides."""
+    from hindsight.settings import JudgeSettings  # noqa: PLC0415
+
+    overrides = {
+        "backend": "local" if args.backend == "local" else "llm",
+        "threads": args.threads,
+        "timeout_s": args.timeout,
+        "update_threshold": args.update_threshold,
+        "cue_update_threshold": args.cue_update_threshold,
+        "min_confidence": args.min_confidence,
+        "use_features": args.use_features,
+    }
+    return JudgeSettings().model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
 def _chat_backend(args: argparse.Namespace) -> Any:
     from hindsight.inference.judge import build_chat_model  # noqa: PLC0415
-    from hindsight.settings import JudgeSettings, LLMSettings  # noqa: PLC0415
+    from hindsight.settings import LLMSettings  # noqa: PLC0415
 
-    settings = JudgeSettings(
-        backend="local" if args.backend == "local" else "llm", threads=args.threads, timeout_s=args.timeout
-    )
+    settings = judge_settings(args)
     return settings, build_chat_model(settings, LLMSettings())
 
 
@@ -239,17 +253,6 @@ def run_pairs(args: argparse.Namespace, rows: list[LabelledPair]) -> list[dict[s
     from hindsight.inference.llm_judge import LLMJudge  # noqa: PLC0415
 
     settings, chat = _chat_backend(args)
-    settings = settings.model_copy(
-        update={
-            k: v
-            for k, v in {
-                "update_threshold": args.update_threshold,
-                "min_confidence": args.min_confidence,
-                "use_features": args.use_features,
-            }.items()
-            if v is not None
-        }
-    )
     judge = build_judge(settings, chat=chat)
     assert isinstance(judge, LLMJudge)
     per_prompt = max(1, settings.pairs_per_prompt if settings.backend == "llm" else 1)
@@ -302,35 +305,49 @@ def summary_lines(
                 k: (round(v, 1) if v is not None else None) for k, v in latency_summary(ms).items()
             }
             line["threads"] = args.threads
-            line["update_threshold"] = args.update_threshold
-            line["use_features"] = bool(args.use_features)
+            if args.backend in ("local", "llm"):
+                cfg = judge_settings(args)
+                line["policy"] = {
+                    "update_threshold": cfg.update_threshold,
+                    "cue_update_threshold": cfg.cue_update_threshold,
+                    "min_confidence": cfg.min_confidence,
+                    "use_features": cfg.use_features,
+                }
             line["loadavg"] = loadavg()
         lines.append(line)
     return lines
 
 
 def calibrate(dump: Path, split: str) -> list[dict[str, Any]]:
-    """Offline sweep of ``update_threshold`` (and ``min_confidence`` 0.4) over a ``--dump`` file."""
+    """Offline sweep of ``update_threshold`` and ``cue_update_threshold`` (``min_confidence`` 0.4)
+    over a ``--dump`` file: one line per pair of thresholds."""
     rows = {r.id: r for r in load_pairs(split=split)}
     records = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines() if line]
     records = [r for r in records if r["id"] in rows and r.get("probs")]
     chosen = [rows[r["id"]] for r in records]
     lines = []
-    for threshold in (0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
-        policy = JudgePolicy(update_threshold=threshold, min_confidence=0.4)
-        predicted = []
-        for record in records:
-            probs = record["probs"]
-            answered = max(probs, key=lambda k: probs[k])
-            predicted.append(policy.decide(probs, answered)[0])
-        lines.append(
-            {
-                "bench": "judge-calibrate",
-                "split": split,
-                "update_threshold": threshold,
-                **pair_metrics(chosen, predicted),
-            }
-        )
+    cues = {r.id: pair_features(r.pair()).retraction for r in chosen}
+    for threshold in (0.5, 0.6, 0.65, 0.7, 0.8, 0.9):
+        for cue_threshold in sorted({threshold, 0.5, 0.4, 0.3}, reverse=True):
+            if cue_threshold > threshold:
+                continue
+            policy = JudgePolicy(
+                update_threshold=threshold, cue_update_threshold=cue_threshold, min_confidence=0.4
+            )
+            predicted = []
+            for record in records:
+                probs = record["probs"]
+                answered = max(probs, key=lambda k: probs[k])
+                predicted.append(policy.decide(probs, answered, cue=cues[record["id"]])[0])
+            lines.append(
+                {
+                    "bench": "judge-calibrate",
+                    "split": split,
+                    "update_threshold": threshold,
+                    "cue_update_threshold": cue_threshold,
+                    **pair_metrics(chosen, predicted),
+                }
+            )
     return lines
 
 
@@ -388,6 +405,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=0, help="First N pairs only (0 = all).")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of the local model.")
     parser.add_argument("--update-threshold", type=float, default=None, help="Override the setting.")
+    parser.add_argument("--cue-update-threshold", type=float, default=None, help="Override the setting.")
     parser.add_argument("--min-confidence", type=float, default=None, help="Override the setting.")
     parser.add_argument("--use-features", action="store_true", default=None, help="Show cues to the model.")
     parser.add_argument(

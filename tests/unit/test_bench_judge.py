@@ -18,6 +18,7 @@ from bench.judge import (
     value_match,
 )
 from hindsight.inference.judge import Fact
+from hindsight.inference.judge_features import pair_features
 from hindsight.inference.judge_prompts import JUDGE_EXAMPLES
 
 pytestmark = pytest.mark.unit
@@ -96,12 +97,12 @@ def test_value_match_and_fact_metrics() -> None:
 
 def test_calibrate_sweeps_thresholds_over_a_dump(tmp_path: Path) -> None:
     rows = load_pairs(split="dev")
-    update = next(r for r in rows if r.label == "update")
+    update = next(r for r in rows if r.label == "update" and not pair_features(r.pair()).retraction)
     look = next(r for r in rows if r.category == "lookalike")
     dump = tmp_path / "dump.jsonl"
     dump.write_text(
         json.dumps(
-            {"id": update.id, "probs": {"update": 0.9, "refinement": 0.1, "same": 0.0, "unrelated": 0.0}}
+            {"id": update.id, "probs": {"update": 0.85, "refinement": 0.15, "same": 0.0, "unrelated": 0.0}}
         )
         + "\n"
         + json.dumps(
@@ -110,8 +111,12 @@ def test_calibrate_sweeps_thresholds_over_a_dump(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    lines = {line["update_threshold"]: line for line in calibrate(dump, "dev")}
-    assert lines[0.6]["lookalike_false_update"] == 1.0
-    assert lines[0.7]["lookalike_false_update"] == 0.0
-    assert lines[0.7]["recall_update"] == 1.0
-    assert lines[0.95]["recall_update"] == 0.0
+    lines = {
+        (line["update_threshold"], line["cue_update_threshold"]): line for line in calibrate(dump, "dev")
+    }
+    assert lines[(0.6, 0.6)]["lookalike_false_update"] == 1.0
+    assert lines[(0.7, 0.7)]["lookalike_false_update"] == 0.0
+    assert lines[(0.7, 0.7)]["recall_update"] == 1.0
+    assert lines[(0.9, 0.9)]["recall_update"] == 0.0
+    # the look-alike has no change word, so a lower threshold for cued pairs does not reach it
+    assert lines[(0.9, 0.4)]["lookalike_false_update"] == 0.0

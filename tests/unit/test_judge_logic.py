@@ -62,8 +62,17 @@ def test_relation_probabilities_for_a_batch_and_for_misaligned_tokens() -> None:
     assert relation_probabilities(tokens[:2], text) == []  # tokens do not spell the text: no guess
 
 
+def test_a_change_word_lowers_the_evidence_needed_to_supersede() -> None:
+    policy = JudgePolicy(update_threshold=0.65, cue_update_threshold=0.4)
+    probs = {"update": 0.45, "refinement": 0.5, "same": 0.03, "unrelated": 0.02}
+    assert policy.decide(probs, "refinement")[0] == "refinement"
+    assert policy.decide(probs, "refinement", cue=True) == ("update", 0.45)
+    low = {"update": 0.3, "refinement": 0.6, "same": 0.05, "unrelated": 0.05}
+    assert policy.decide(low, "refinement", cue=True)[0] == "refinement"
+
+
 def test_policy_needs_more_evidence_to_supersede_than_to_keep() -> None:
-    policy = JudgePolicy(update_threshold=0.7, min_confidence=0.5)
+    policy = JudgePolicy(update_threshold=0.7, cue_update_threshold=0.7, min_confidence=0.5)
     assert policy.decide({"update": 0.8, "refinement": 0.1, "same": 0.05, "unrelated": 0.05}, "update") == (
         "update",
         0.8,
