@@ -25,6 +25,7 @@ from hindsight.publisher import EventPublisher
 from hindsight.settings import AllSettings, KafkaSettings
 
 if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
     from redis.asyncio import Redis
 
     from hindsight.inference.chat import ChatModel
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from hindsight.inference.reranker import Reranker
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
+    from hindsight.stores.quarantine import QuarantineStore
     from hindsight.stores.vector import VectorStore
 
 log = logging.getLogger("hindsight.runtime")
@@ -244,17 +246,34 @@ class Resources:
             self._cache["vectors"] = store
         return self._cache["vectors"]  # type: ignore[no-any-return]
 
-    def access_log(self) -> AccessLogStore:
-        """ClickHouse access log: server by DSN, or embedded chdb under ``data_dir/clickhouse``."""
-        if "accesslog" not in self._cache:
+    def clickhouse(self) -> Client:
+        """The process's one ClickHouse client: server by DSN, or embedded chdb under
+        ``data_dir/clickhouse`` (chDB allows one data directory per process: share this client)."""
+        if "clickhouse" not in self._cache:
             import clickhouse_connect  # noqa: PLC0415
-
-            from hindsight.stores.accesslog import AccessLogStore  # noqa: PLC0415
 
             dsn = self.settings.clickhouse.dsn or f"chdb://{self._data_dir('clickhouse')}"
             client = clickhouse_connect.get_client(dsn=dsn)
             self._stack.callback(client.close)
-            store = AccessLogStore(client, self.settings.clickhouse.table)
+            self._cache["clickhouse"] = client
+        return self._cache["clickhouse"]  # type: ignore[no-any-return]
+
+    def quarantine(self) -> QuarantineStore:
+        """The quarantine store (ClickHouse table ``HINDSIGHT_CLICKHOUSE_QUARANTINE_TABLE``)."""
+        if "quarantine" not in self._cache:
+            from hindsight.stores.quarantine import QuarantineStore  # noqa: PLC0415
+
+            store = QuarantineStore(self.clickhouse(), self.settings.clickhouse.quarantine_table)
+            store.ensure_schema()
+            self._cache["quarantine"] = store
+        return self._cache["quarantine"]  # type: ignore[no-any-return]
+
+    def access_log(self) -> AccessLogStore:
+        """ClickHouse access log: server by DSN, or embedded chdb under ``data_dir/clickhouse``."""
+        if "accesslog" not in self._cache:
+            from hindsight.stores.accesslog import AccessLogStore  # noqa: PLC0415
+
+            store = AccessLogStore(self.clickhouse(), self.settings.clickhouse.table)
             store.ensure_schema()
             self._cache["accesslog"] = store
         return self._cache["accesslog"]  # type: ignore[no-any-return]

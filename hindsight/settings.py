@@ -87,6 +87,7 @@ class ClickHouseSettings(BaseSettings):
 
     dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
     table: str = Field("access_log", description="Access log table.")
+    quarantine_table: str = Field("quarantine", description="Quarantine review table (guard).")
 
 
 class RedisSettings(BaseSettings):
