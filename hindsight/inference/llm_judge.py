@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -480,7 +481,7 @@ class LLMFactExtractor:
                         negated=f.negated,
                     )
                     for f in facts
-                    if f.value.strip() and "REDACTED" not in f.value
+                    if f.value.strip() and "REDACTED" not in f.value and grounded(f.value, statement.text)
                 ]
             )
         return out
@@ -502,6 +503,26 @@ class LLMFactExtractor:
         if not isinstance(reply, LessonsReply):
             return []
         return [Lesson(text=item.text.strip(), kind=item.kind) for item in reply.lessons]
+
+
+_WORD = re.compile(r"[^\W\d_]{3,}|\d+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def grounded(value: str, text: str) -> bool:
+    """Whether an extracted value rests on the turn: a Latin word (3+ letters) or number of the
+    value occurs in the text (case-insensitive), or two consecutive CJK characters of it do.
+
+    Drops what a small model copies from its few-shot examples instead of reading the turn (a
+    measured failure: a Chinese turn about summaries came back with the example's nurse and
+    vegetarian facts); costs translated values (an English value for a Chinese turn), which the
+    prompt asks the model not to produce anyway.
+    """
+    low = text.lower()
+    cjk = "".join(ch if _CJK.match(ch) else " " for ch in value).split()
+    if any(run[i : i + 2] in text for run in cjk for i in range(max(1, len(run) - 1))):
+        return True
+    return any(word.lower() in low for word in _WORD.findall(value) if not _CJK.search(word))
 
 
 def _few_shot(system: str, examples: Sequence[tuple[str, str]]) -> tuple[dict[str, str], ...]:

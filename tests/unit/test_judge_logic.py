@@ -170,3 +170,14 @@ def test_settings_and_backend_selection(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert judge.name == "llm-judge:standin-echo"  # built without contacting the server
     extractor = build_fact_extractor(JudgeSettings(backend="llm"), LLMSettings(backend="openai", model="m"))
     assert extractor.name == "llm-facts:m"
+
+
+def test_extracted_values_must_rest_on_the_turn() -> None:
+    from hindsight.inference.llm_judge import grounded  # noqa: PLC0415
+
+    assert grounded("2018 Subaru Outback", "I drive a 2018 Subaru Outback.")
+    assert grounded("tea only", "I'm not a coffee person, tea only.")
+    assert grounded("高血压", "医生说我血压有点高，让我少吃盐。")
+    assert grounded("去海南的旅行", "去海南的旅行取消了。")
+    assert not grounded("nurse", "总结请一律用中文，控制在一页以内。")  # copied from a few-shot example
+    assert not grounded("Maple Elementary", "I have a cat named Mochi.")
