@@ -181,3 +181,21 @@ def test_extracted_values_must_rest_on_the_turn() -> None:
     assert grounded("去海南的旅行", "去海南的旅行取消了。")
     assert not grounded("nurse", "总结请一律用中文，控制在一页以内。")  # copied from a few-shot example
     assert not grounded("Maple Elementary", "I have a cat named Mochi.")
+
+
+async def test_resources_share_one_chat_model_between_judge_and_extractor() -> None:
+    from hindsight.runtime import make_broker, open_resources  # noqa: PLC0415
+    from hindsight.settings import KafkaSettings  # noqa: PLC0415
+
+    settings = AllSettings(
+        kafka=KafkaSettings(bootstrap="127.0.0.1:1"),
+        judge=JudgeSettings(backend="llm"),
+        llm=LLMSettings(backend="openai", model="shared", openai_base_url="http://127.0.0.1:1/v1"),
+    )
+    async with open_resources(settings, make_broker(settings.kafka)) as resources:
+        judge, extractor = resources.judge(), resources.fact_extractor()
+        assert isinstance(judge, LLMJudge)
+        assert isinstance(extractor, LLMFactExtractor)
+        assert judge.chat_model is resources.chat_model()
+        assert resources.judge() is judge  # built once per process
+        assert extractor.name == "llm-facts:shared"
