@@ -243,11 +243,9 @@ class JudgePolicy:
             return "update", p_update
         others = {r: p for r, p in probs.items() if r != "update"}
         best = max(others, key=lambda r: others[r])
-        if answered != "update" and others[best] >= self.min_confidence:
-            return best, others[best]  # type: ignore[return-value]
         if answered == "update" or others[best] < self.min_confidence:
-            return "unsure", max(p_update, others[best])
-        return best, others[best]  # type: ignore[return-value]  # pragma: no cover
+            return "unsure", max(p_update, others[best])  # leaned to update without enough evidence
+        return best, others[best]  # type: ignore[return-value]
 
 
 class LLMJudge:
