@@ -469,3 +469,12 @@ def tune_sql(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_all(SchemaNames(database), views), encoding="utf-8")
     typer.echo(str(out))
+
+
+@bench_app.command("judge", context_settings=_PASS_THROUGH)
+def bench_judge(ctx: typer.Context) -> None:
+    """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
+    false supersede on look-alikes, ms per pair (--help for options)."""
+    from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
