@@ -176,11 +176,14 @@ class Resources:
         return path
 
     def embedder(self) -> Embedder:
-        """The embedder (loads the model on first use)."""
+        """The embedder (loads the model on first use), its query embeddings behind an LRU cache of
+        ``HINDSIGHT_EMBEDDER_QUERY_CACHE_SIZE`` entries (one process, one model, one cache)."""
         if "embedder" not in self._cache:
-            from hindsight.inference.embedder import build_embedder  # noqa: PLC0415
+            from hindsight.inference.embedder import CachedQueryEmbedder, build_embedder  # noqa: PLC0415
 
-            self._cache["embedder"] = build_embedder(self.settings.embedder)
+            embedder = build_embedder(self.settings.embedder)
+            size = self.settings.embedder.query_cache_size
+            self._cache["embedder"] = CachedQueryEmbedder(embedder, size) if size > 0 else embedder
         return self._cache["embedder"]  # type: ignore[no-any-return]
 
     def lexical(self) -> LexicalEncoder:

@@ -140,6 +140,9 @@ class EmbedderSettings(_TritonClientFields):
     threads: int = Field(2, ge=1, description="CPU threads for the local backend.")
     batch_size: int = Field(32, ge=1, description="Texts per embedding call.")
     triton_model: str = Field("embedder", description="Model name in the Triton repository.")
+    query_cache_size: int = Field(
+        1024, ge=0, description="Query embeddings kept in an LRU cache for repeated queries (0: none)."
+    )
 
 
 class RerankerSettings(_TritonClientFields):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.inference.embedder import embed_passages_async
 from hindsight.records import from_payload, memory_from_candidate, to_payload
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.text import speaker_text
@@ -100,7 +101,7 @@ class EmbedStage:
         fresh = [c for c in unique if c.memory_id not in existing]
         if not fresh:
             return
-        vectors = await asyncio.to_thread(self._embedder.embed_passages, [embed_text(c) for c in fresh])
+        vectors = await embed_passages_async(self._embedder, [embed_text(c) for c in fresh])
         now = datetime.now(UTC)
         to_store: list[VectorRecord] = []
         merges: dict[str, list[str]] = defaultdict(list)
