@@ -100,7 +100,8 @@ def _assemble(
     async def lifespan(application: FastAPI) -> AsyncIterator[None]:
         async with open_state() as state:
             application.state.gateway = state
-            async with mcp.session_manager.run():
+            # the access log drains after the last request and before open_state stops the broker
+            async with state.service.access_log.running(), mcp.session_manager.run():
                 yield
 
     app = FastAPI(
@@ -209,6 +210,7 @@ async def run_stdio() -> None:
                 settings=gateway,
                 stdio_principal=principal,
             )
-            await build_mcp_server(lambda: state).run_stdio_async()
+            async with state.service.access_log.running():
+                await build_mcp_server(lambda: state).run_stdio_async()
         finally:
             await broker.stop()

@@ -6,6 +6,11 @@ Reads (``recall``, ``get``, ``history``) go to the vector store with the caller'
 into the filter; the tenant always comes from the API key (:class:`Principal`), never from the
 request. ``forget`` is the one store write: a soft expiry (or a hard delete) of the caller's own
 memory. Store calls are synchronous, so they run in worker threads.
+
+Recall answers without waiting for its access events: they go to ``memory.access.v1`` through a
+:class:`~hindsight.publisher.BackgroundPublisher` (:attr:`MemoryService.access_log`), which the
+gateway's lifespan drains on shutdown (see its docstring for what a crash loses and why that is
+acceptable for an access log).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -20,7 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from hindsight.ids import access_id
 from hindsight.pii import redact
-from hindsight.recall import RecallParams, recall
+from hindsight.publisher import BackgroundPublisher
+from hindsight.recall import RecallParams, RecallResult, recall
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
@@ -37,10 +44,10 @@ from services.gateway.models import (
     Outcome,
     RecalledMemory,
     RecallResponse,
-    Scores,
 )
 
 if TYPE_CHECKING:
+    from hindsight.recall.rank import RecalledMemory as RankedMemory
     from hindsight.runtime import Resources
     from schemas.v1 import MemoryType, Source
     from services.gateway.settings import GatewaySettings
@@ -84,17 +91,54 @@ are broad and long (hundreds of tokens) and answer "what happened in that sessio
 'episode', or use history)."""
 
 
+def _recalled(hit: RankedMemory) -> RecalledMemory:
+    """The wire view of one ranked hit, validated once (payload, scores, rank, tokens)."""
+    return RecalledMemory.model_validate(
+        {
+            **hit.payload,
+            "id": hit.id,
+            "scores": {
+                "similarity": hit.similarity,
+                "relevance": hit.relevance,
+                "dense_rank": hit.dense_rank,
+                "lexical_rank": hit.lexical_rank,
+                "rerank": hit.rerank_score,
+                "time_weight": hit.time_weight,
+                "in_time_window": hit.in_time_window,
+                "final": hit.final_score,
+            },
+            "rank": hit.rank,
+            "tokens": hit.tokens,
+            "duplicates": list(hit.duplicates),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """One validated recall request as the pipeline runs it (see :meth:`MemoryService.plan_recall`)."""
+
+    query: str
+    filter: MemoryFilter
+    params: RecallParams
+    rerank: bool
+    reference_time: datetime | None
+    time_zone: str | None
+
+
 class MemoryService:
     """Retain, recall, reflect, forget, get and history for authenticated principals.
 
     Args:
         resources: the process's clients (broker, vector store, embedder).
-        settings: gateway knobs (top_k bounds, similarity floor, time mode).
+        settings: gateway knobs (top_k bounds, similarity floor, time mode, access-log buffer).
     """
 
     def __init__(self, resources: Resources, settings: GatewaySettings) -> None:
         self._resources = resources
         self._settings = settings
+        self.access_log = BackgroundPublisher(resources.broker, "access", capacity=settings.access_log_buffer)
+        """Access events of recalls, sent off the response path (run it with ``running()``)."""
 
     # -- scopes ---------------------------------------------------------------------------------
 
@@ -220,6 +264,102 @@ class MemoryService:
             )
         return value
 
+    def plan_recall(
+        self,
+        principal: Principal,
+        *,
+        query: str,
+        user_id: str,
+        top_k: int | None = None,
+        types: Sequence[MemoryType] | None = None,
+        kinds: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+        tags_any: Sequence[str] | None = None,
+        tags_exclude: Sequence[str] | None = None,
+        time_from: datetime | None = None,
+        time_to: datetime | None = None,
+        reference_time: datetime | None = None,
+        order: Order = "relevance",
+        include_superseded: bool = False,
+        time_zone: str | None = None,
+        token_budget: int | None = None,
+        rerank: bool | None = None,
+        recency: Literal["auto", "on", "off"] = "auto",
+    ) -> RecallPlan:
+        """Validate a recall request into the filter (tenant from the key) and knobs the pipeline
+        runs; the arguments are those of :meth:`recall`.
+
+        Raises:
+            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            ForbiddenError: a per-agent key asked for another agent's scope.
+        """
+        if not query or not query.strip():
+            raise InvalidRequestError(
+                "query is empty", field="query", fix="send the question to recall memories for"
+            )
+        if not user_id or not user_id.strip():
+            raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
+        k = self._top_k(top_k)
+        for name, value in (
+            ("time_from", time_from),
+            ("time_to", time_to),
+            ("reference_time", reference_time),
+        ):
+            _aware(name, value)
+        if time_from is not None and time_to is not None and time_from >= time_to:
+            raise InvalidRequestError(
+                "time_from is not before time_to",
+                field="time_from",
+                fix="send time_from earlier than time_to (the window is [time_from, time_to))",
+            )
+        flt = MemoryFilter(
+            tenant_id=principal.tenant_id,
+            user_id=user_id,
+            scopes=self._read_scopes(principal, scopes),
+            types=types,
+            kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
+            statuses=("active", "superseded") if include_superseded else ("active",),
+            tags_any=tags_any,
+            tags_exclude=tags_exclude,
+            created_from=time_from,
+            created_to=time_to,
+        )
+        use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
+        params = RecallParams(
+            top_k=k,
+            candidates=max(self._settings.candidates, k),
+            similarity_floor=self._settings.similarity_floor,
+            time_mode=self._settings.time_mode,
+            order=order,
+            rerank=use_rerank,
+            rerank_top_n=self._resources.settings.reranker.top_n,
+            token_budget=token_budget or self._settings.token_budget,
+            recency=recency,
+        )
+        return RecallPlan(query, flt, params, use_rerank, reference_time, time_zone)
+
+    async def run_recall(self, plan: RecallPlan) -> RecallResult:
+        """Run the recall pipeline for ``plan`` (no response building, no access events).
+
+        Raises:
+            InvalidRequestError: unknown ``time_zone``.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
+        """
+        try:
+            return await recall(
+                plan.query,
+                plan.filter,
+                store=self._resources.vector_store(),
+                embedder=self._resources.embedder(),
+                lexical=self._resources.lexical(),
+                reranker=self._resources.reranker() if plan.rerank else None,
+                params=plan.params,
+                reference_time=plan.reference_time,
+                time_zone=plan.time_zone,
+            )
+        except ValueError as exc:  # unknown time zone (the message names it)
+            raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
+
     async def recall(
         self,
         principal: Principal,
@@ -243,95 +383,39 @@ class MemoryService:
         recency: Literal["auto", "on", "off"] = "auto",
     ) -> RecallResponse:
         """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
-        scores that explain each; publishes one access event per returned memory (flushed first).
+        scores that explain each; queues one access event per returned memory (sent in the
+        background: the answer does not wait for the broker).
 
         Raises:
             InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
             ForbiddenError: a per-agent key asked for another agent's scope.
-            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
         """
         with observe("recall"):
-            if not query or not query.strip():
-                raise InvalidRequestError(
-                    "query is empty", field="query", fix="send the question to recall memories for"
-                )
-            if not user_id or not user_id.strip():
-                raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
-            k = self._top_k(top_k)
-            for name, value in (
-                ("time_from", time_from),
-                ("time_to", time_to),
-                ("reference_time", reference_time),
-            ):
-                _aware(name, value)
-            if time_from is not None and time_to is not None and time_from >= time_to:
-                raise InvalidRequestError(
-                    "time_from is not before time_to",
-                    field="time_from",
-                    fix="send time_from earlier than time_to (the window is [time_from, time_to))",
-                )
-            flt = MemoryFilter(
-                tenant_id=principal.tenant_id,
+            plan = self.plan_recall(
+                principal,
+                query=query,
                 user_id=user_id,
-                scopes=self._read_scopes(principal, scopes),
+                top_k=top_k,
                 types=types,
-                kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
-                statuses=("active", "superseded") if include_superseded else ("active",),
+                kinds=kinds,
+                scopes=scopes,
                 tags_any=tags_any,
                 tags_exclude=tags_exclude,
-                created_from=time_from,
-                created_to=time_to,
-            )
-            use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
-            params = RecallParams(
-                top_k=k,
-                candidates=max(self._settings.candidates, k),
-                similarity_floor=self._settings.similarity_floor,
-                time_mode=self._settings.time_mode,
+                time_from=time_from,
+                time_to=time_to,
+                reference_time=reference_time,
                 order=order,
-                rerank=use_rerank,
-                rerank_top_n=self._resources.settings.reranker.top_n,
-                token_budget=token_budget or self._settings.token_budget,
+                include_superseded=include_superseded,
+                time_zone=time_zone,
+                token_budget=token_budget,
+                rerank=rerank,
                 recency=recency,
             )
-            try:
-                result = await recall(
-                    query,
-                    flt,
-                    store=self._resources.vector_store(),
-                    embedder=self._resources.embedder(),
-                    lexical=self._resources.lexical(),
-                    reranker=self._resources.reranker() if use_rerank else None,
-                    params=params,
-                    reference_time=reference_time,
-                    time_zone=time_zone,
-                )
-            except ValueError as exc:  # unknown time zone (the message names it)
-                raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
-            hits = result.memories
+            result = await self.run_recall(plan)
             query_id = str(uuid.uuid4())
-            memories = [
-                RecalledMemory.model_validate(
-                    {
-                        **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
-                        "scores": Scores(
-                            similarity=hit.similarity,
-                            relevance=hit.relevance,
-                            dense_rank=hit.dense_rank,
-                            lexical_rank=hit.lexical_rank,
-                            rerank=hit.rerank_score,
-                            time_weight=hit.time_weight,
-                            in_time_window=hit.in_time_window,
-                            final=hit.final_score,
-                        ),
-                        "rank": hit.rank,
-                        "tokens": hit.tokens,
-                        "duplicates": list(hit.duplicates),
-                    }
-                )
-                for hit in hits
-            ]
-            await self._publish_access(principal, query_id, query, memories)
+            memories = [_recalled(hit) for hit in result.memories]
+            self._log_access(principal, query_id, query, memories)
             RECALLED.inc(len(memories))
             window = result.parsed.window
             return RecallResponse(
@@ -343,15 +427,14 @@ class MemoryService:
                 entities=list(result.parsed.entities),
             )
 
-    async def _publish_access(
+    def _log_access(
         self, principal: Principal, query_id: str, query: str, memories: Sequence[RecalledMemory]
     ) -> None:
-        """One :class:`~schemas.AccessEvent` per returned memory, flushed (acknowledged) before return."""
+        """Queue one :class:`~schemas.AccessEvent` per returned memory on :attr:`access_log`."""
         if not memories:
             return
         now = datetime.now(UTC)
         agent = self._agent(principal, None)
-        publisher = self._resources.publisher()
         safe_query = redact(query).text  # DESIGN.md s6: nothing unredacted reaches the access log
         for memory in memories:
             event = AccessEvent(
@@ -369,8 +452,7 @@ class MemoryService:
                 query_text=safe_query,
                 accessed_at=now,
             )
-            publisher.send(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
-        await publisher.flush()
+            self.access_log.offer(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
 
     async def _owned(self, principal: Principal, memory_id: str) -> VectorRecord:
         """The caller's memory ``memory_id``; another tenant's (or scope's) memory is "not found"."""

@@ -52,6 +52,12 @@ class GatewaySettings(BaseSettings):
     token_budget: int = Field(
         2000, ge=1, description="Default most tokens of memory text per recall response."
     )
+    access_log_buffer: int = Field(
+        10_000,
+        ge=1,
+        description="Access events waiting to be sent in the background; beyond it they are dropped "
+        "(counted), never slowing a recall.",
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod
