@@ -343,3 +343,11 @@ def bench_inference(ctx: typer.Context) -> None:
     from bench.inference import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("serve", context_settings=_PASS_THROUGH)
+def bench_serve(ctx: typer.Context) -> None:
+    """Recall latency through HTTP and MCP vs in-process, 1/4/16 callers, ingest idle/running (--help)."""
+    from bench.serve import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
