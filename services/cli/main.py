@@ -337,6 +337,14 @@ def bench_scale(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@bench_app.command("guard", context_settings=_PASS_THROUGH)
+def bench_guard(ctx: typer.Context) -> None:
+    """Guard on the labelled bilingual set: span recall, secrets leaked, quarantine rates (--help)."""
+    from bench.guard import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("inference", context_settings=_PASS_THROUGH)
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
