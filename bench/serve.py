@@ -2,7 +2,7 @@
 
 Starts the embedded default (guard, ingest, reflect, access log, eviction and the gateway in this
 process; Tansu and Valkey beside it) over a store preloaded with ``--memories`` synthetic memories
-(the scale generator of :mod:`bench.data`: many users in 5 tenants, skewed activity, real e5
+(the scale generator of :mod:`bench.synth`: many users in 5 tenants, skewed activity, real e5
 vectors of a cached pool of real texts, BM25 sparse vectors, HNSW built after loading as a
 long-running store has it), then measures the same recall queries (real LoCoMo questions, one user
 each) four ways, at each of ``--concurrency`` closed-loop callers, with ingest idle and then with
@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.common import DEFAULT_DATA, REPO_ROOT, latency_summary, loadavg, print_line, rounded, scratch_dir
-from bench.data import (
+from bench.stack import IngestProbe, embedded
+from bench.synth import (
     UserInfo,
     build_pool,
     generate_memories,
@@ -58,7 +59,6 @@ from bench.data import (
     make_queries,
     make_users,
 )
-from bench.stack import IngestProbe, embedded
 from hindsight.eval import locomo
 from hindsight.eval.baselines import CACHE_DIR
 

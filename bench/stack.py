@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.common import latency_summary, loadavg
-from bench.data import UserInfo
+from bench.synth import UserInfo
 from hindsight.settings import AllSettings
 
 if TYPE_CHECKING:
