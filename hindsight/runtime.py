@@ -154,11 +154,18 @@ class Resources:
         return EventPublisher(self.broker)
 
     def subscribe(
-        self, stage: Stage[Any], topics: Sequence[str], group: str, *, max_records: int | None = None
+        self,
+        stage: Stage[Any],
+        topics: Sequence[str],
+        group: str,
+        *,
+        max_records: int | None = None,
+        min_interval_s: float = 0.0,
     ) -> BatchRunner:
         """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env; a stage
-        whose records are heavy may cap ``max_records``); returns its
-        :class:`~hindsight.consumer.BatchRunner`."""
+        whose records are heavy may cap ``max_records``; a sink with a fixed cost per write may
+        gather batches for ``min_interval_s``, see :func:`~hindsight.consumer.subscribe`); returns
+        its :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
         runner = subscribe(
             self.broker,
@@ -170,6 +177,7 @@ class Resources:
             batch_timeout_ms=kafka.batch_timeout_ms,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
+            min_interval_s=min_interval_s,
         )
         self.runners[group] = runner
         return runner

@@ -10,8 +10,11 @@ from services.accesslog.stage import AccessLogStage
 
 
 def register(resources: Resources) -> None:
-    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``)."""
-    resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
+    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``), at most one insert
+    per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``."""
+    interval = resources.settings.clickhouse.access_log_interval_s
+    stage = AccessLogStage(resources.access_log())
+    resources.subscribe(stage, [Topic.ACCESS], "accesslog", min_interval_s=interval)
 
 
 def create_app() -> FastStream:
