@@ -359,3 +359,11 @@ def bench_serve(ctx: typer.Context) -> None:
     from bench.serve import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("ingest", context_settings=_PASS_THROUGH)
+def bench_ingest(ctx: typer.Context) -> None:
+    """Ingest throughput vs the embedder's standalone rate, searchable latency at 80% (--help)."""
+    from bench.ingest import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
