@@ -91,8 +91,12 @@ are broad and long (hundreds of tokens) and answer "what happened in that sessio
 'episode', or use history)."""
 
 
-def _recalled(hit: RankedMemory) -> RecalledMemory:
-    """The wire view of one ranked hit, validated once (payload, scores, rank, tokens)."""
+def wire_memory(hit: RankedMemory) -> RecalledMemory:
+    """The wire view of one ranked hit (payload, scores, rank, tokens), validated once.
+
+    Raises:
+        pydantic.ValidationError: the stored payload is not a memory record.
+    """
     return RecalledMemory.model_validate(
         {
             **hit.payload,
@@ -414,7 +418,7 @@ class MemoryService:
             )
             result = await self.run_recall(plan)
             query_id = str(uuid.uuid4())
-            memories = [_recalled(hit) for hit in result.memories]
+            memories = [wire_memory(hit) for hit in result.memories]
             self._log_access(principal, query_id, query, memories)
             RECALLED.inc(len(memories))
             window = result.parsed.window
