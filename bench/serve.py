@@ -634,7 +634,7 @@ class ServeBench:
                     await probe.wait_stored(ids, 300)
                     line = {"bench": "serve-ingest", "rate_events_per_s": rate, **probe.searchable(ids)}
                     self.emit(rounded(line))
-        self.emit(summary(cells))
+        self.emit(rounded(summary(cells), 3))
 
 
 def summary(cells: dict[tuple[str, int], dict[str, dict[str, Any]]]) -> dict[str, Any]:

@@ -20,15 +20,15 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.timeout(900)
 def test_bench_serve_measures_every_path_and_they_return_the_same_memories(tmp_path: Path) -> None:
-    args = ["bench", "serve", "--data", str(DATA), "--memories", "600", "--users", "40", "--queries", "8"]
-    args += ["--concurrency", "1,3", "--idle-seconds", "0", "--ingest-rate", "0.5", "--pool-size", "120"]
+    args = ["bench", "serve", "--data", str(DATA), "--memories", "400", "--users", "40", "--queries", "6"]
+    args += ["--concurrency", "1,2", "--idle-seconds", "0", "--ingest-rate", "0.5", "--pool-size", "100"]
     args += ["--cache-dir", str(tmp_path / "cache")]
     lines = hindsight(*args, timeout_s=840)
     kinds = [x["bench"] for x in lines]
     assert kinds[:2] == ["serve-setup", "serve-costs"]
     assert kinds[-2:] == ["serve-ingest", "serve-summary"]
     setup, costs = lines[0], lines[1]
-    assert (setup["memories"], setup["tenants"], setup["queries"]) == (600, 5, 8)
+    assert (setup["memories"], setup["tenants"], setup["queries"]) == (400, 5, 6)
     assert setup["embedder_standalone_texts_per_s"] > 0
     assert costs["recalls"] > 0
     assert costs["wire_view_us"] > 0
@@ -36,11 +36,11 @@ def test_bench_serve_measures_every_path_and_they_return_the_same_memories(tmp_p
     cells: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
     for line in recalls:
         cells[(line["ingest"], line["concurrency"])][line["path"]] = line
-    assert sorted(cells) == [("idle", 1), ("idle", 3), ("running", 1), ("running", 3)]
+    assert sorted(cells) == [("idle", 1), ("idle", 2), ("running", 1), ("running", 2)]
     for (ingest, _), cell in cells.items():
         assert sorted(cell) == ["http", "mcp", "pipeline", "service"]
         for line in cell.values():
-            assert line["n"] == 8, line
+            assert line["n"] == 6, line
             assert line["errors"] == []
             assert line["p50_ms"] <= line["p95_ms"] <= line["max_ms"]
             assert line["gateway_cpu_ms_per_recall"] >= 0
@@ -54,7 +54,7 @@ def test_bench_serve_measures_every_path_and_they_return_the_same_memories(tmp_p
     assert ingest_line["events"] >= 1
     assert ingest_line["stored"] <= ingest_line["events"]
     summary = lines[-1]
-    assert summary["http_p95_c1_idle_ms"] == cells[("idle", 1)]["http"]["p95_ms"]
+    assert summary["http_p95_c1_idle_ms"] == pytest.approx(cells[("idle", 1)]["http"]["p95_ms"], abs=0.01)
     assert summary["http_p95_c16_idle_ms"] is None  # 16 callers were not asked for
 
 
