@@ -94,7 +94,9 @@ def _assemble(
         return state
 
     mcp = build_mcp_server(current)
-    mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=settings.host, json_response=settings.mcp_json_response
+    )
 
     @asynccontextmanager
     async def lifespan(application: FastAPI) -> AsyncIterator[None]:

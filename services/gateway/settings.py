@@ -53,6 +53,11 @@ class GatewaySettings(BaseSettings):
     token_budget: int = Field(
         2000, ge=1, description="Default most tokens of memory text per recall response."
     )
+    mcp_json_response: bool = Field(
+        True,
+        description="Answer each MCP request with one JSON body instead of an SSE stream: the tools "
+        "send no progress or server-initiated requests, and it costs less CPU per call.",
+    )
     access_log_buffer: int = Field(
         10_000,
         ge=1,
