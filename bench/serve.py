@@ -96,6 +96,8 @@ class ServeConfig:
     keys: dict[str, str] = field(default_factory=dict)
     """Tenant -> API key, with ``url``."""
     warmup: int = 3
+    drain_timeout_s: float = 300.0
+    """Most seconds to wait, after the ingest-running half, for the events published to be stored."""
 
 
 class CpuSampler:
@@ -631,7 +633,7 @@ class ServeBench:
                         )
                     stop.set()
                     ids = await publishing
-                    await probe.wait_stored(ids, 300)
+                    await probe.wait_stored(ids, self.cfg.drain_timeout_s)
                     line = {"bench": "serve-ingest", "rate_events_per_s": rate, **probe.searchable(ids)}
                     self.emit(rounded(line))
         self.emit(rounded(summary(cells), 3))
@@ -684,6 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pool-size", type=int, default=2400)
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--drain-timeout-s", type=float, default=300.0, help="Wait for ingest to drain.")
     parser.add_argument("--url", default=None, help="A running gateway instead of the embedded default.")
     parser.add_argument("--key", action="append", default=[], help="With --url: TENANT=KEY (repeat).")
     args = parser.parse_args(argv)
@@ -703,6 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir=args.workdir,
         url=args.url,
         keys=dict(k.split("=", 1) for k in args.key),
+        drain_timeout_s=args.drain_timeout_s,
     )
     unknown = set(cfg.paths) - set(PATHS)
     if unknown:
