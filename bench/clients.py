@@ -1,16 +1,19 @@
 """Real HTTP and MCP clients driving the gateway, run as their own process (``python -m bench.clients``).
 
 The client runs apart from the gateway so that its CPU is not counted as the gateway's and its
-event loop does not share the server's. It reads one JSON spec on stdin::
+event loop does not share the server's (and several client processes share the callers, so that
+one client's CPU does not queue them: an MCP client call costs a few ms of CPU). It reads one JSON
+spec on one line of stdin::
 
     {"url": "http://127.0.0.1:PORT", "transport": "http" | "mcp", "concurrency": 4,
      "warmup": 2, "requests": [{"key": "...", "body": {"query": "...", "user_id": "..."}}, ...],
      "warmup_requests": [...same shape, other queries...]}
 
-and writes one JSON object on stdout: ``latencies_ms`` (one per measured request, in completion
-order), ``memories`` (returned per request), ``errors`` (first few messages), ``started_at`` and
-``ended_at`` (wall-clock epoch seconds of the measured phase: after every caller's warm-up) and
-``client_cpu_s`` (this process's CPU time in that phase).
+With ``"barrier": true`` it prints ``ready`` once every caller is warmed up and starts measuring
+when a line arrives on stdin. It writes one JSON object on stdout: ``latencies_ms`` (one per
+measured request, in completion order), ``memories`` (returned per request), ``errors`` (first few
+messages), ``started_at`` and ``ended_at`` (wall-clock epoch seconds of the measured phase: after
+every caller's warm-up) and ``client_cpu_s`` (this process's CPU time in that phase).
 
 Callers are closed loops: each takes the next request from a shared list as soon as its previous
 answer arrived. Each caller has its own connections, one per API key of the spec (each tenant has
@@ -112,6 +115,9 @@ async def drive(spec: dict[str, Any]) -> dict[str, Any]:
                     await calls[key](own[(n + j * concurrency) % len(own)]["body"])
             ready += 1
             if ready == concurrency:
+                if spec.get("barrier"):  # other client processes: start measuring all at once
+                    print("ready", flush=True)
+                    await asyncio.to_thread(sys.stdin.readline)
                 window["started_at"] = time.time()
                 cpu_at_start.append(time.process_time())
                 all_ready.set()
@@ -147,7 +153,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     for name in ("httpx", "httpx2", "mcp"):  # per-request INFO lines would cost the client CPU
         logging.getLogger(name).setLevel(logging.WARNING)
-    spec = json.loads(sys.stdin.read())
+    spec = json.loads(sys.stdin.readline())
     print(json.dumps(asyncio.run(drive(spec))), flush=True)
     return 0
 

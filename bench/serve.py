@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -330,7 +328,12 @@ async def serialisation_costs(
     return line
 
 
-def _client(
+CALLERS_PER_CLIENT = 4
+"""Callers per client process: one process's CPU (an MCP client call costs a few ms of it) must not
+queue its callers behind each other, as separate agents would not be."""
+
+
+async def _clients(
     *,
     url: str,
     transport: str,
@@ -340,39 +343,72 @@ def _client(
     warm: Sequence[tuple[str, UserInfo]],
     warmup: int,
 ) -> dict[str, Any]:
-    """Run :mod:`bench.clients` in a child process; its result object.
+    """Run the callers in ``ceil(concurrency / CALLERS_PER_CLIENT)`` :mod:`bench.clients` processes
+    (requests dealt round-robin), start their measured phases together, merge their results.
 
     Raises:
-        RuntimeError: the client process failed.
+        RuntimeError: a client process failed.
     """
-    spec = {
-        "url": url,
-        "transport": transport,
-        "concurrency": concurrency,
-        "warmup": warmup,
-        "requests": [
-            {"key": keys[u.tenant_id], "body": {"query": q, "user_id": u.user_id, "top_k": TOP_K}}
-            for q, u in requests
-        ],
-        "warmup_requests": [
-            {"key": keys[u.tenant_id], "body": {"query": q, "user_id": u.user_id, "top_k": TOP_K}}
-            for q, u in warm
-            if u.tenant_id in keys
-        ],
+
+    def body(q: str, u: UserInfo) -> dict[str, Any]:
+        return {"key": keys[u.tenant_id], "body": {"query": q, "user_id": u.user_id, "top_k": TOP_K}}
+
+    n_proc = max(1, -(-concurrency // CALLERS_PER_CLIENT))
+    procs = []
+    for i in range(n_proc):
+        callers = concurrency // n_proc + (1 if i < concurrency % n_proc else 0)
+        spec = {
+            "url": url,
+            "transport": transport,
+            "concurrency": callers,
+            "warmup": warmup,
+            "barrier": True,
+            "requests": [body(q, u) for q, u in requests[i::n_proc]],
+            "warmup_requests": [body(q, u) for q, u in warm if u.tenant_id in keys],
+        }
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.clients",
+            cwd=REPO_ROOT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=2**26,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(spec).encode() + b"\n")
+        await proc.stdin.drain()
+        procs.append(proc)
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            if (await proc.stdout.readline()).strip() != b"ready":
+                raise RuntimeError("a bench.clients process failed to warm up")
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(b"go\n")
+            await proc.stdin.drain()
+        results = []
+        for proc in procs:
+            out, err = await proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(f"bench.clients failed ({proc.returncode}):\n{err.decode()[-3000:]}")
+            results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    return {
+        "latencies_ms": [x for r in results for x in r["latencies_ms"]],
+        "memories": [x for r in results for x in r["memories"]],
+        "errors": [e for r in results for e in r["errors"]][:5],
+        "client_cpu_s": sum(r["client_cpu_s"] for r in results),
+        "started_at": min(r["started_at"] for r in results),
+        "ended_at": max(r["ended_at"] for r in results),
+        "client_processes": n_proc,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.clients"],
-        input=json.dumps(spec),
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench.clients failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 class ServeBench:
@@ -455,17 +491,14 @@ class ServeBench:
                 )
                 errors: list[str] = []
             else:
-                result = await asyncio.to_thread(
-                    functools.partial(
-                        _client,
-                        url=url,
-                        transport=path,
-                        concurrency=concurrency,
-                        keys=keys,
-                        requests=self.requests,
-                        warm=self.warm,
-                        warmup=self.cfg.warmup,
-                    )
+                result = await _clients(
+                    url=url,
+                    transport=path,
+                    concurrency=concurrency,
+                    keys=keys,
+                    requests=self.requests,
+                    warm=self.warm,
+                    warmup=self.cfg.warmup,
                 )
                 lat, returned, errors = result["latencies_ms"], result["memories"], result["errors"]
                 t0, t1 = result["started_at"], result["ended_at"]
@@ -488,6 +521,7 @@ class ServeBench:
                 "errors": errors,
                 "gateway_cpu_ms_per_recall": None if cpu_s is None else 1000 * cpu_s / max(1, len(lat)),
                 "client_cpu_ms_per_recall": client_cpu_ms,
+                "client_processes": None if path in ("pipeline", "service") else result["client_processes"],
                 "no_traffic_cpu_cores": base_rate,
                 **extra,
                 "load_avg": loadavg(),
