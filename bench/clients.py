@@ -39,7 +39,7 @@ Call = Callable[[dict[str, Any]], Awaitable[int]]
 
 @asynccontextmanager
 async def http_caller(url: str, key: str) -> AsyncIterator[Call]:
-    """A caller posting to ``/v1/recall`` with its own keep-alive connection.
+    """A caller posting to ``/v1/recall`` with ``key`` over its own keep-alive connection.
 
     Raises:
         httpx.HTTPStatusError: the gateway answered with an error.

@@ -180,7 +180,14 @@ def run_http() -> None:
     import uvicorn  # noqa: PLC0415 (only the HTTP server needs it)
 
     settings = GatewaySettings()
-    uvicorn.run(f"{__name__}:create_app", factory=True, host=settings.host, port=settings.port, ws="none")
+    uvicorn.run(
+        f"{__name__}:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        ws="none",
+        timeout_keep_alive=settings.keep_alive_s,
+    )
 
 
 async def run_stdio() -> None:
