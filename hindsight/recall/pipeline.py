@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hindsight.inference.embedder import embed_queries_async
 from hindsight.recall import budget, rank
 from hindsight.recall.query import ParsedQuery, parse
 from hindsight.recall.rank import Candidate, RecalledMemory, RecallParams
@@ -164,7 +165,7 @@ async def recall(
     ref = reference_time or datetime.now(UTC)
     # The embedding runs alone: its OpenMP team uses both cores and every parallel region waits for
     # its slowest thread, so concurrent parsing or searching measured +6 ms at p95 (bench scale).
-    vector = (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
+    vector = (await embed_queries_async(embedder, [query]))[0]
     t_embed = time.perf_counter()
     parsed, found = await asyncio.to_thread(
         _parse_and_search,

@@ -12,9 +12,12 @@ from services.accesslog.stage import AccessLogStage
 
 
 def register(resources: Resources) -> None:
-    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``)."""
-    resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``, at most
+    one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``) and the analytics sink to recalls,
+    feedback and stored memories (group ``<prefix>-analytics``)."""
+    interval = resources.settings.clickhouse.access_log_interval_s
+    stage = AccessLogStage(resources.access_log())
+    resources.subscribe(stage, [Topic.ACCESS], "accesslog", min_interval_s=interval)
     resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
 
 

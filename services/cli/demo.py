@@ -135,18 +135,22 @@ async def publish(bootstrap: str, events: Sequence[AnyEvent], *, chunk: int = 50
 
 
 async def wait_with_progress(stack: Stack, interactions: int, timeout_s: float) -> None:
-    """Show a progress bar over the write-trigger's committed events, then wait for lag 0 everywhere."""
-    group = stack.resources.settings.kafka.group("ingest-trigger")
+    """Show a progress bar of the interactions through guard, write-trigger and embedding (each
+    stage's consumer lag subtracted; the embed stage is the slow one), then wait for lag 0
+    everywhere (reflection, access log)."""
+    kafka = stack.resources.settings.kafka
+    stages = (
+        (kafka.group("guard"), [Topic.INTERACTIONS]),
+        (kafka.group("ingest-trigger"), [Topic.GUARDED]),
+        (kafka.group("ingest-embed"), [Topic.CANDIDATES]),
+    )
     deadline = time.monotonic() + timeout_s
     with tqdm(total=interactions, desc="ingest", unit="ev", leave=False) as bar:
         while time.monotonic() < deadline:
-            lag_guard = await consumer_lag(
-                stack.bootstrap, stack.resources.settings.kafka.group("guard"), [Topic.INTERACTIONS]
-            )
-            lag_trigger = await consumer_lag(stack.bootstrap, group, [Topic.GUARDED])
-            done = max(0, interactions - lag_guard - lag_trigger)
+            lags = [await consumer_lag(stack.bootstrap, group, topics) for group, topics in stages]
+            done = min(interactions, max(bar.n, interactions - sum(lags)))  # never moves backwards
             bar.update(done - bar.n)
-            if lag_guard == 0 and lag_trigger == 0:
+            if not any(lags):
                 break
             await asyncio.sleep(0.5)
     await stack.wait_caught_up(timeout_s=max(1.0, deadline - time.monotonic()))

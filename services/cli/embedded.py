@@ -69,8 +69,17 @@ class Stack:
             await wait_for_zero_lag(self.bootstrap, self.groups(), timeout_s=timeout_s, poll_s=0.25)
 
 
-async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")  # type: ignore[arg-type]
+async def _serve(
+    app: object, host: str, port: int, keep_alive_s: int = 5
+) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=keep_alive_s,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(), name="gateway")
     while not server.started:
@@ -127,7 +136,7 @@ async def embedded_stack(
             job = evict_app.register(resources, evict)
             await broker.start()
             try:
-                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port)
+                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port, gw.keep_alive_s)
                 log.info("gateway on %s, broker %s", url, bootstrap)
                 try:
                     async with run_background(resources):

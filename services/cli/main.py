@@ -37,12 +37,17 @@ DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 log = logging.getLogger("hindsight.cli")
 
 
-def _settings(data_dir: Path | None, bootstrap: str | None) -> AllSettings:
+def _settings(data_dir: Path | None, bootstrap: str | None, *, quiet: bool = False) -> AllSettings:
+    """Settings from the environment with the CLI's overrides; logging configured. ``quiet``: log
+    warnings and errors only, unless ``HINDSIGHT_LOG_LEVEL`` is set (a command whose output is its
+    report, such as the demo)."""
     cfg = AllSettings()
     if data_dir is not None:
         cfg.runtime.data_dir = data_dir
     if bootstrap:
         cfg.kafka.bootstrap = bootstrap
+    if quiet and "log_level" not in cfg.runtime.model_fields_set:
+        cfg.runtime.log_level = "WARNING"
     configure_logging(cfg.runtime)
     return cfg
 
@@ -140,7 +145,7 @@ def demo(
         else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
     )
     workdir = data_dir or Path(scratch.name if scratch else ".")
-    cfg = _settings(workdir, bootstrap)
+    cfg = _settings(workdir, bootstrap, quiet=True)  # HINDSIGHT_LOG_LEVEL=INFO shows the stages' logs
     api_key = "dev-demo-key"
     try:
         if jsonl is not None:
@@ -476,5 +481,21 @@ def bench_judge(ctx: typer.Context) -> None:
     """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
     false supersede on look-alikes, ms per pair (--help for options)."""
     from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("serve", context_settings=_PASS_THROUGH)
+def bench_serve(ctx: typer.Context) -> None:
+    """Recall latency through HTTP and MCP vs in-process, 1/4/16 callers, ingest idle/running (--help)."""
+    from bench.serve import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("ingest", context_settings=_PASS_THROUGH)
+def bench_ingest(ctx: typer.Context) -> None:
+    """Ingest throughput vs the embedder's standalone rate, searchable latency at 80% (--help)."""
+    from bench.ingest import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))

@@ -6,6 +6,11 @@ Reads (``recall``, ``get``, ``history``) go to the vector store with the caller'
 into the filter; the tenant always comes from the API key (:class:`Principal`), never from the
 request. ``forget`` is the one store write: a soft expiry (or a hard delete) of the caller's own
 memory. Store calls are synchronous, so they run in worker threads.
+
+Recall answers without waiting for its access events and recall log: they go to ``memory.access.v1``
+and ``memory.recalls.v1`` through a :class:`~hindsight.publisher.BackgroundPublisher`
+(:attr:`MemoryService.access_log`), which the gateway's lifespan drains on shutdown (see its
+docstring for what a crash loses and why that is acceptable for access and tuning logs).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -23,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from hindsight.analytics.store import RecallOwner
 from hindsight.ids import access_id, stable_id
 from hindsight.pii import redact
+from hindsight.publisher import BackgroundPublisher
 from hindsight.recall import RecallParams, RecallResult, recall
 from hindsight.recall.rank import RecalledMemory as RankedMemory
 from hindsight.recall.trace import trace
@@ -53,10 +60,10 @@ from services.gateway.models import (
     Outcome,
     RecalledMemory,
     RecallResponse,
-    Scores,
 )
 
 if TYPE_CHECKING:
+    from hindsight.recall.rank import RecalledMemory as RankedMemory
     from hindsight.runtime import Resources
     from schemas.v1 import MemoryType, Source
     from services.gateway.settings import GatewaySettings
@@ -94,8 +101,12 @@ def _aware(name: str, value: datetime | None) -> None:
         )
 
 
-def _recalled(hit: RankedMemory) -> RecalledMemory:
-    """The response view of one recalled memory (its record, scores, rank and tokens)."""
+def wire_memory(hit: RankedMemory) -> RecalledMemory:
+    """The response view of one recalled memory (its record, scores, rank and tokens).
+
+    Raises:
+        pydantic.ValidationError: the stored payload is not a memory record.
+    """
     return RecalledMemory.model_validate(
         {
             **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
@@ -144,18 +155,32 @@ are broad and long (hundreds of tokens) and answer "what happened in that sessio
 'episode', or use history)."""
 
 
+@dataclass(frozen=True)
+class RecallPlan:
+    """One validated recall request as the pipeline runs it (see :meth:`MemoryService.plan_recall`)."""
+
+    query: str
+    filter: MemoryFilter
+    params: RecallParams
+    rerank: bool
+    reference_time: datetime | None
+    time_zone: str | None
+
+
 class MemoryService:
     """Retain, recall, reflect, forget, get and history for authenticated principals.
 
     Args:
         resources: the process's clients (broker, vector store, embedder).
-        settings: gateway knobs (top_k bounds, similarity floor, time mode).
+        settings: gateway knobs (top_k bounds, similarity floor, time mode, access-log buffer).
     """
 
     def __init__(self, resources: Resources, settings: GatewaySettings) -> None:
         self._resources = resources
         self._settings = settings
         self._recent = RecentRecalls()
+        self.access_log = BackgroundPublisher(resources.broker, "access", capacity=settings.access_log_buffer)
+        """Access events and recall logs, sent off the response path (run it with ``running()``)."""
 
     # -- scopes ---------------------------------------------------------------------------------
 
@@ -281,66 +306,7 @@ class MemoryService:
             )
         return value
 
-    async def recall(
-        self,
-        principal: Principal,
-        *,
-        query: str,
-        user_id: str,
-        **options: Any,
-    ) -> RecallResponse:
-        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
-        scores that explain each. Publishes one access event per returned memory and one
-        :class:`~schemas.RecallLogEvent` (every candidate, its scores and outcome, latency per step,
-        the redacted query) for tuning; ``options`` are those of :meth:`run_recall`.
-
-        Raises:
-            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
-            ForbiddenError: a per-agent key asked for another agent's scope.
-            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
-        """
-        with observe("recall"):
-            started = time.perf_counter()
-            result, params = await self.run_recall(principal, query=query, user_id=user_id, **options)
-            query_id = str(uuid.uuid4())
-            memories = [_recalled(hit) for hit in result.memories]
-            window = result.parsed.window
-            response = RecallResponse(
-                query_id=query_id,
-                memories=memories,
-                tokens=result.tokens,
-                truncated=result.truncated,
-                time_window=None if window is None else [window.start, window.end],
-                entities=list(result.parsed.entities),
-            )
-            served_ms = (time.perf_counter() - started) * 1000
-            await self._log_recall(
-                principal,
-                query_id=query_id,
-                query=query,
-                user_id=user_id,
-                memories=memories,
-                result=result,
-                params=params,
-                served_ms=served_ms,
-            )
-            RECALLED.inc(len(memories))
-            return response
-
-    async def explain(
-        self, principal: Principal, *, query: str, user_id: str, **options: Any
-    ) -> tuple[RecallResult, RecallParams, list[RecallCandidate]]:
-        """What :meth:`recall` would do for this query, with every candidate's scores and outcome
-        (:func:`hindsight.recall.trace.trace`), without logging an access: the console's "why".
-
-        Raises:
-            The errors of :meth:`recall`.
-        """
-        with observe("explain"):
-            result, params = await self.run_recall(principal, query=query, user_id=user_id, **options)
-            return result, params, trace(result)
-
-    async def run_recall(
+    def plan_recall(
         self,
         principal: Principal,
         *,
@@ -361,14 +327,13 @@ class MemoryService:
         token_budget: int | None = None,
         rerank: bool | None = None,
         recency: Literal["auto", "on", "off"] = "auto",
-    ) -> tuple[RecallResult, RecallParams]:
-        """Validate the request and run the recall pipeline under the caller's tenant; nothing is
-        logged here (:meth:`recall` logs, :meth:`explain` does not).
+    ) -> RecallPlan:
+        """Validate a recall request into the filter (tenant from the key) and knobs the pipeline
+        runs; the arguments are those of :meth:`recall`.
 
         Raises:
             InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
             ForbiddenError: a per-agent key asked for another agent's scope.
-            StoreUnavailableError / ModelUnavailableError: the store or embedder failed.
         """
         if not query or not query.strip():
             raise InvalidRequestError(
@@ -413,23 +378,93 @@ class MemoryService:
             token_budget=token_budget or self._settings.token_budget,
             recency=recency,
         )
+        return RecallPlan(query, flt, params, use_rerank, reference_time, time_zone)
+
+    async def run_recall(self, plan: RecallPlan) -> RecallResult:
+        """Run the recall pipeline for ``plan`` (no response building, no access events).
+
+        Raises:
+            InvalidRequestError: unknown ``time_zone``.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
+        """
         try:
-            result = await recall(
-                query,
-                flt,
+            return await recall(
+                plan.query,
+                plan.filter,
                 store=self._resources.vector_store(),
                 embedder=self._resources.embedder(),
                 lexical=self._resources.lexical(),
-                reranker=self._resources.reranker() if use_rerank else None,
-                params=params,
-                reference_time=reference_time,
-                time_zone=time_zone,
+                reranker=self._resources.reranker() if plan.rerank else None,
+                params=plan.params,
+                reference_time=plan.reference_time,
+                time_zone=plan.time_zone,
             )
         except ValueError as exc:  # unknown time zone (the message names it)
             raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
-        return result, params
 
-    async def _log_recall(
+    async def recall(
+        self,
+        principal: Principal,
+        *,
+        query: str,
+        user_id: str,
+        **options: Any,
+    ) -> RecallResponse:
+        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
+        scores that explain each. Queues one access event per returned memory and one
+        :class:`~schemas.RecallLogEvent` (every candidate, its scores and outcome, latency per step,
+        the redacted query) for tuning, sent in the background (the answer does not wait for the
+        broker); ``options`` are those of :meth:`plan_recall`.
+
+        Raises:
+            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            ForbiddenError: a per-agent key asked for another agent's scope.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
+        """
+        with observe("recall"):
+            started = time.perf_counter()
+            plan = self.plan_recall(principal, query=query, user_id=user_id, **options)
+            result, params = await self.run_recall(plan), plan.params
+            query_id = str(uuid.uuid4())
+            memories = [wire_memory(hit) for hit in result.memories]
+            window = result.parsed.window
+            response = RecallResponse(
+                query_id=query_id,
+                memories=memories,
+                tokens=result.tokens,
+                truncated=result.truncated,
+                time_window=None if window is None else [window.start, window.end],
+                entities=list(result.parsed.entities),
+            )
+            served_ms = (time.perf_counter() - started) * 1000
+            self._log_recall(
+                principal,
+                query_id=query_id,
+                query=query,
+                user_id=user_id,
+                memories=memories,
+                result=result,
+                params=params,
+                served_ms=served_ms,
+            )
+            RECALLED.inc(len(memories))
+            return response
+
+    async def explain(
+        self, principal: Principal, *, query: str, user_id: str, **options: Any
+    ) -> tuple[RecallResult, RecallParams, list[RecallCandidate]]:
+        """What :meth:`recall` would do for this query, with every candidate's scores and outcome
+        (:func:`hindsight.recall.trace.trace`), without logging an access: the console's "why".
+
+        Raises:
+            The errors of :meth:`recall`.
+        """
+        with observe("explain"):
+            plan = self.plan_recall(principal, query=query, user_id=user_id, **options)
+            result, params = await self.run_recall(plan), plan.params
+            return result, params, trace(result)
+
+    def _log_recall(
         self,
         principal: Principal,
         *,
@@ -441,8 +476,10 @@ class MemoryService:
         params: RecallParams,
         served_ms: float,
     ) -> None:
-        """Publish one :class:`~schemas.AccessEvent` per returned memory and the
-        :class:`~schemas.RecallLogEvent` of the whole recall, flushed (acknowledged) before return.
+        """Queue one :class:`~schemas.AccessEvent` per returned memory and the
+        :class:`~schemas.RecallLogEvent` of the whole recall on :attr:`access_log` (sent in the
+        background: the answer does not wait for the broker; see
+        :class:`~hindsight.publisher.BackgroundPublisher` for what a crash can lose).
 
         Built after the response (the candidates' trace costs ~0.1 ms per 10 candidates, measured by
         ``hindsight_recall_log_build_seconds``); the query is redacted first (DESIGN.md s6: nothing
@@ -451,7 +488,6 @@ class MemoryService:
         built = time.perf_counter()
         now = datetime.now(UTC)
         agent = self._agent(principal, None)
-        publisher = self._resources.publisher()
         safe_query = redact(query).text
         key = partition_key(principal.tenant_id, user_id)
         for memory in memories:
@@ -470,7 +506,7 @@ class MemoryService:
                 query_text=safe_query,
                 accessed_at=now,
             )
-            publisher.send(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
+            self.access_log.offer(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
         window = result.parsed.window
         log_event = RecallLogEvent(
             query_id=query_id,
@@ -496,10 +532,9 @@ class MemoryService:
             reference_time=result.reference_time or now,
             recalled_at=now,
         )
-        publisher.send(Topic.RECALLS, key, log_event)
+        self.access_log.offer(Topic.RECALLS, key, log_event)
         self._recent.add(principal.tenant_id, query_id, user_id, [m.id for m in memories])
         LOG_BUILD.observe(time.perf_counter() - built)
-        await publisher.flush()
 
     async def feedback(
         self,

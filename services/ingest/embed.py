@@ -31,6 +31,7 @@ import numpy as np
 
 from hindsight.consistency import Hold
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.inference.embedder import embed_passages_async
 from hindsight.records import from_payload, memory_from_candidate, to_payload
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.text import speaker_text
@@ -130,19 +131,22 @@ class EmbedStage:
         fresh = [c for c in unique if c.memory_id not in existing]
         if not fresh:
             return
-        vectors = await asyncio.to_thread(self._embedder.embed_passages, [embed_text(c) for c in fresh])
+        vectors = await embed_passages_async(self._embedder, [embed_text(c) for c in fresh])
+        # the nearest stored memory of each candidate, in one worker-thread hop: engine calls never
+        # run on the event loop (in the embedded default it also serves recalls)
+        nearest = await asyncio.to_thread(self._nearest_stored, fresh, vectors)
         now = datetime.now(UTC)
         to_store: list[VectorRecord] = []
         merges: dict[str, list[str]] = defaultdict(list)
         accepted: dict[tuple[str, str, str], list[tuple[str, np.ndarray]]] = defaultdict(list)
-        for c, vec in zip(fresh, vectors, strict=True):
+        for c, vec, stored in zip(fresh, vectors, nearest, strict=True):
             if self._consistency is not None:
                 hold = await asyncio.to_thread(self._consistency.check, c, vec)
                 if hold is not None:
                     out.send(Topic.QUARANTINE, partition_key(c.tenant_id, c.user_id), _held(c, hold, now))
                     continue
             group = (c.tenant_id, c.user_id, c.type)
-            target = self._duplicate_of(c, vec, accepted[group])
+            target = self._duplicate_of(vec, accepted[group], stored)
             if target is not None:
                 merges[target].append(c.memory_id)
                 continue
@@ -159,17 +163,31 @@ class EmbedStage:
             await asyncio.to_thread(self._store.upsert, to_store)
         await self._apply_merges(merges, {c.memory_id: c for c in fresh}, out)
 
+    def _nearest_stored(
+        self, fresh: Sequence[MemoryCandidate], vectors: np.ndarray
+    ) -> list[tuple[str, float] | None]:
+        """For each candidate, the id and cosine of the most similar active stored memory of the same
+        user and type (None when there is none). Blocking engine calls: run it in a worker thread."""
+        out: list[tuple[str, float] | None] = []
+        for c, vec in zip(fresh, vectors, strict=True):
+            flt = MemoryFilter(
+                tenant_id=c.tenant_id, user_id=c.user_id, types=(c.type,), statuses=("active",)
+            )
+            hits = self._store.search(vec, flt, 1)
+            out.append((hits[0].id, hits[0].score) if hits else None)
+        return out
+
     def _duplicate_of(
-        self, c: MemoryCandidate, vec: np.ndarray, batch_peers: list[tuple[str, np.ndarray]]
+        self, vec: np.ndarray, batch_peers: list[tuple[str, np.ndarray]], stored: tuple[str, float] | None
     ) -> str | None:
-        """Id of an active memory of the same user and type with cosine > threshold, if any."""
+        """Id of an active memory of the same user and type with cosine > threshold, if any: an
+        earlier candidate of this batch first, else the nearest stored memory (from before the batch:
+        nothing of the batch is written until every candidate is decided)."""
         for peer_id, peer_vec in batch_peers:
             if float(np.dot(vec, peer_vec)) > self._dedupe:
                 return peer_id
-        flt = MemoryFilter(tenant_id=c.tenant_id, user_id=c.user_id, types=(c.type,), statuses=("active",))
-        hits = self._store.search(vec, flt, 1)
-        if hits and hits[0].score > self._dedupe:
-            return hits[0].id
+        if stored is not None and stored[1] > self._dedupe:
+            return stored[0]
         return None
 
     async def _apply_merges(

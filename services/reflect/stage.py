@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
-from hindsight.errors import RetryableError
+from hindsight.errors import NotReadyError
 from hindsight.ids import stable_id
 from hindsight.records import (
     compressed_candidate,
@@ -58,8 +58,8 @@ log = logging.getLogger("hindsight.reflect")
 _SCROLL_PAGE = 512
 
 
-class SessionNotReadyError(RetryableError):
-    """The session's turns are still in flight; retry the close event later."""
+class SessionNotReadyError(NotReadyError):
+    """The session's turns are still in flight; retry the close event later (an expected wait)."""
 
 
 class ReflectStage:
