@@ -37,12 +37,28 @@ from services.guard.settings import GuardSettings
 from services.guard.stage import GuardStage
 
 SET_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_set.txt"
+FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
+"""The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
 SECRET_TYPES: Final[frozenset[str]] = frozenset({"api_key", "token", "private_key", "password"})
 T0: Final = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def event_of(example: Example, i: int) -> InteractionEvent:
-    """The interaction event carrying one labelled line (tenant ``bench``, its own user)."""
+    """The interaction event carrying one labelled line (tenant ``bench``, its own user); a line
+    with a tool name travels as that tool's ``tool_result``, as agents report tool calls."""
+    if example.tool_name:
+        return InteractionEvent(
+            event_id=f"bench-{i}",
+            tenant_id="bench",
+            user_id=f"u{i}",
+            agent_id="bench-agent",
+            session_id="s",
+            occurred_at=T0,
+            source=example.source,
+            content=f"called {example.tool_name}",
+            tool_name=example.tool_name,
+            tool_result=example.text,
+        )
     return InteractionEvent(
         event_id=f"bench-{i}",
         tenant_id="bench",
@@ -128,8 +144,10 @@ def main(argv: Sequence[str] = ()) -> int:
     """Print the benchmark's JSON lines; exit code 0."""
     parser = argparse.ArgumentParser(prog="hindsight bench guard", description=__doc__.split("\n")[0])
     parser.add_argument("--set", type=Path, default=SET_PATH, help="labelled set (KIND|SOURCE|TEXT lines)")
+    parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
     args = parser.parse_args(list(argv))
     examples = load(args.set)
+    fresh = load(args.fresh) if args.fresh.exists() else []
     cfg = GuardSettings()
     policy = GuardPolicy(
         instruction_threshold=cfg.instruction_threshold,
@@ -141,10 +159,12 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout"):
-            chosen = [e for e in examples if split in ("all", e.split)]
+        for split in ("all", "dev", "heldout", "fresh"):
+            chosen = fresh if split == "fresh" else [e for e in examples if split in ("all", e.split)]
+            if not chosen:
+                continue
             line = measure(stage, chosen, name, split)
-            if split == "all":
+            if split in ("all", "fresh"):
                 line["us_per_event"] = cost_us(stage, chosen)
                 if name == "guard":
                     line["classifier"] = {"version": classifier.version, "load_ms": load_ms}
