@@ -184,7 +184,7 @@ class InstructionClassifier:
         self.classes = classes
         self.version = version
         self._benign = classes.index(BENIGN)
-        self._intercept = intercept.astype(np.float32)
+        self._bias: list[float] = [float(b) for b in intercept]
         shared = weights[:N_FEATURES]
         self._tables = {
             g: np.ascontiguousarray(
@@ -221,27 +221,29 @@ class InstructionClassifier:
         weights[rows] = values
         return cls(classes, weights, intercept, str(meta.get("version", "?")))
 
-    def probabilities(self, text: str, source: str) -> np.ndarray:
-        """Class probabilities of one window ``text`` from ``source`` (softmax of the logits)."""
+    def probabilities(self, text: str, source: str) -> list[float]:
+        """Class probabilities of one window ``text`` from ``source`` (softmax of the logits), in
+        :attr:`classes` order. The five-number arithmetic runs in plain Python: on arrays this small
+        each NumPy call costs more than the work."""
         feats = features(text)
-        logits = self._intercept + self._tables[source_group(source)][feats].sum(axis=0) / math.sqrt(
-            2.0 * len(feats)
-        )
-        logits -= logits.max()
-        exp = np.exp(logits)
-        result: np.ndarray = exp / exp.sum()
-        return result
+        summed = self._tables[source_group(source)].take(feats, axis=0).sum(axis=0).tolist()
+        scale = 1.0 / math.sqrt(2.0 * len(feats))
+        logits = [b + w * scale for b, w in zip(self._bias, summed, strict=True)]
+        top = max(logits)
+        exp = [math.exp(v - top) for v in logits]
+        total = sum(exp)
+        return [e / total for e in exp]
 
     def score(self, text: str, source: str) -> Score:
         """Score ``text`` from ``source``; the most suspicious window of a long text decides."""
-        best: np.ndarray | None = None
+        best: list[float] | None = None
         for window in windows(text):
             probs = self.probabilities(window, source)
             if best is None or probs[self._benign] < best[self._benign]:
                 best = probs
         assert best is not None
-        kind = self.classes[int(np.argmax(best))]
-        attack = 1.0 - float(best[self._benign])
+        attack = 1.0 - best[self._benign]
+        kind = self.classes[max(range(len(best)), key=best.__getitem__)]
         if kind == BENIGN and attack > 0.5:  # several attack kinds share the mass: name the largest
             kind = max((c for c in self.classes if c != BENIGN), key=lambda c: best[self.classes.index(c)])
-        return Score(kind, attack, {c: float(p) for c, p in zip(self.classes, best, strict=True)})
+        return Score(kind, attack, dict(zip(self.classes, best, strict=True)))
