@@ -193,6 +193,11 @@ def main(argv: Sequence[str] = ()) -> int:
         metavar="N",
         help="also send N held-out lines through the gateway on the embedded default (0: skip)",
     )
+    parser.add_argument(
+        "--detect-secrets",
+        action="store_true",
+        help="also compare Yelp detect-secrets on prose and code (uv run --with detect-secrets==1.5.0 ...)",
+    )
     args = parser.parse_args(list(argv))
     examples = load(args.set)
     fresh = load(args.fresh) if args.fresh.exists() else []
@@ -218,6 +223,12 @@ def main(argv: Sequence[str] = ()) -> int:
                     line["classifier"] = {"version": classifier.version, "load_ms": load_ms}
                     line["cpu_us_by_layer"] = layer_cost_us(classifier, policy, chosen)
             print(json.dumps(line, ensure_ascii=False), flush=True)
+    if args.detect_secrets:
+        from bench import guard_detect_secrets  # noqa: PLC0415 (optional package)
+
+        for split, chosen in (("all", examples), ("fresh", fresh)):
+            for line in guard_detect_secrets.measure(chosen, split):
+                print(json.dumps(line, ensure_ascii=False), flush=True)
     if args.e2e > 0:
         from bench import guard_e2e  # noqa: PLC0415 (starts the embedded stack)
 
