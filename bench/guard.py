@@ -15,8 +15,10 @@ its source, and through the keyword rules alone as the baseline, then prints JSO
 
 The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor tuned a rule; the
 ``fresh`` split (``bench/data/guard_fresh.txt``, a second author, frozen before the guard first ran
-on it) is reported on its own. With ``--e2e N`` (default 40) a stratified sample of both held-out
-splits also goes through the gateway on the embedded default (:mod:`bench.guard_e2e`: what was
+on it, then used to find failure families) and the ``blind`` split (``bench/data/guard_blind.txt``,
+written after the second round of changes, frozen before any run) are reported on their own. With
+``--e2e N`` (default 40) a stratified sample of the held-out splits also goes through the gateway
+on the embedded default (:mod:`bench.guard_e2e`: what was
 stored, what was quarantined, secrets found in any store), where bursts and the consistency check
 run too; those layers are otherwise covered by ``tests/integration/test_guard_stores.py``.
 """
@@ -46,6 +48,8 @@ from services.guard.stage import GuardStage
 SET_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_set.txt"
 FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
 """The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
+BLIND_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind.txt"
+"""The third set, written after the second round of changes and frozen before any run on it."""
 SECRET_TYPES: Final[frozenset[str]] = frozenset({"api_key", "token", "private_key", "password"})
 T0: Final = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -186,6 +190,7 @@ def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(prog="hindsight bench guard", description=__doc__.split("\n")[0])
     parser.add_argument("--set", type=Path, default=SET_PATH, help="labelled set (KIND|SOURCE|TEXT lines)")
     parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
+    parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
     parser.add_argument(
         "--e2e",
         type=int,
@@ -201,6 +206,7 @@ def main(argv: Sequence[str] = ()) -> int:
     args = parser.parse_args(list(argv))
     examples = load(args.set)
     fresh = load(args.fresh) if args.fresh.exists() else []
+    blind = load(args.blind) if args.blind.exists() else []
     cfg = GuardSettings()
     policy = GuardPolicy(
         instruction_threshold=cfg.instruction_threshold,
@@ -212,8 +218,9 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout", "fresh"):
-            chosen = fresh if split == "fresh" else [e for e in examples if split in ("all", e.split)]
+        for split in ("all", "dev", "heldout", "fresh", "blind"):
+            extra = {"fresh": fresh, "blind": blind}
+            chosen = extra[split] if split in extra else [e for e in examples if split in ("all", e.split)]
             if not chosen:
                 continue
             line = measure(stage, chosen, name, split)
@@ -226,13 +233,13 @@ def main(argv: Sequence[str] = ()) -> int:
     if args.detect_secrets:
         from bench import guard_detect_secrets  # noqa: PLC0415 (optional package)
 
-        for split, chosen in (("all", examples), ("fresh", fresh)):
+        for split, chosen in (("all", examples), ("fresh", fresh), ("blind", blind)):
             for line in guard_detect_secrets.measure(chosen, split):
                 print(json.dumps(line, ensure_ascii=False), flush=True)
     if args.e2e > 0:
         from bench import guard_e2e  # noqa: PLC0415 (starts the embedded stack)
 
-        held_out = [e for e in examples if e.split == "heldout"] + fresh
+        held_out = [e for e in examples if e.split == "heldout"] + fresh + blind
         chosen = guard_e2e.sample(held_out, args.e2e)
         stage = systems["guard"]
         line = asyncio.run(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -143,8 +144,50 @@ def write(arrays: dict[str, np.ndarray], target: Path) -> None:
     target.write_bytes(buffer.getvalue())
 
 
+SWEEP: Final[tuple[float, ...]] = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+
+
+def sweep(examples: Sequence[Example], folds: int = 5) -> list[dict[str, Any]]:
+    """Out-of-fold threshold sweep on the hand-written dev lines: each fold trains on the composed
+    lines plus the other folds' dev lines and scores its own dev lines with the shipped inference
+    code; per threshold, the share of dev attacks (text classes) scored at or above it and the share
+    of benign dev lines (PII and look-alikes included) scored at or above it."""
+    from services.guard.classifier import InstructionClassifier  # noqa: PLC0415
+
+    dev = [e for e in examples if e.split == "dev" and label(e) is not None]
+    rest = [e for e in examples if e.split != "dev"]
+    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
+    scores: list[tuple[bool, float]] = []
+    for train_idx, test_idx in split.split(dev, [label(e) for e in dev]):
+        arrays, _ = train([*rest, *(dev[i] for i in train_idx)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "fold.npz"
+            write(arrays, path)
+            model = InstructionClassifier.load(path)
+        for i in test_idx:
+            e = dev[i]
+            scores.append((label(e) != BENIGN, model.score(e.text, e.source).attack))
+    attacks = [s for is_attack, s in scores if is_attack]
+    benign = [s for is_attack, s in scores if not is_attack]
+    return [
+        {
+            "threshold": t,
+            "dev_attack_recall": round(sum(s >= t for s in attacks) / len(attacks), 4),
+            "dev_benign_false_quarantine": round(sum(s >= t for s in benign) / len(benign), 4),
+            "attacks": len(attacks),
+            "benign": len(benign),
+        }
+        for t in SWEEP
+    ]
+
+
 def main(argv: Sequence[str] = ()) -> None:
-    """Train on the shipped data and write :data:`MODEL_PATH` (or the path given as argument)."""
+    """Train on the shipped data and write :data:`MODEL_PATH` (or the path given as argument);
+    ``--sweep`` prints the out-of-fold threshold sweep (:func:`sweep`) instead."""
+    if "--sweep" in argv:
+        for line in sweep(training_examples()):
+            print(json.dumps(line), flush=True)
+        return
     paths = [a for a in argv if not a.startswith("--")]
     target = Path(paths[0]) if paths else MODEL_PATH
     started = time.perf_counter()
