@@ -199,6 +199,12 @@ def main(argv: Sequence[str] = ()) -> int:
         help="also send N held-out lines through the gateway on the embedded default (0: skip)",
     )
     parser.add_argument(
+        "--e2e-data-dir",
+        type=Path,
+        default=None,
+        help="keep the gateway sample's stores here (e.g. to run `hindsight audit --data-dir` on them)",
+    )
+    parser.add_argument(
         "--detect-secrets",
         action="store_true",
         help="also compare Yelp detect-secrets on prose and code (uv run --with detect-secrets==1.5.0 ...)",
@@ -243,7 +249,11 @@ def main(argv: Sequence[str] = ()) -> int:
         chosen = guard_e2e.sample(held_out, args.e2e)
         stage = systems["guard"]
         line = asyncio.run(
-            guard_e2e.run(chosen, lambda ex, i: isinstance(stage.guard(event_of(ex, i)), QuarantineRecord))
+            guard_e2e.run(
+                chosen,
+                lambda ex, i: isinstance(stage.guard(event_of(ex, i)), QuarantineRecord),
+                keep=args.e2e_data_dir,
+            )
         )
         print(json.dumps(line, ensure_ascii=False), flush=True)
     return 0
