@@ -125,7 +125,7 @@ async def run(
     return {
         "bench": "guard",
         "system": "gateway_e2e",
-        "split": "heldout+fresh sample",
+        "split": "held-out sample",
         "lines": len(examples),
         "outcomes": dict(sorted(Counter(outcomes).items())),
         "attack_quarantine": round(attacks.count("quarantined") / len(attacks), 4) if attacks else None,
