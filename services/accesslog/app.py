@@ -1,4 +1,5 @@
-"""Access-log service app: ``faststream run services.accesslog.app:create_app --factory``."""
+"""ClickHouse sinks (access log, analytics):
+``faststream run services.accesslog.app:create_app --factory``."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
 from schemas import Topic
+from services.accesslog.analytics import TOPICS, AnalyticsStage
 from services.accesslog.stage import AccessLogStage
 
 
 def register(resources: Resources) -> None:
-    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``)."""
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
+    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``)."""
     resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
+    resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
 
 
 def create_app() -> FastStream:

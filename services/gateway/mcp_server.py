@@ -1,5 +1,5 @@
 """MCP server of the gateway (official ``mcp`` SDK 2.3.0): tools ``retain``, ``recall``, ``reflect``,
-``forget`` and ``history`` over :class:`~services.gateway.service.MemoryService`.
+``feedback``, ``forget`` and ``history`` over :class:`~services.gateway.service.MemoryService`.
 
 Transports: streamable HTTP (mounted at ``/mcp`` by :func:`services.gateway.app.build_asgi`) or
 stdio (:func:`services.gateway.app.run_stdio`). The server's typed lifespan context is a
@@ -34,6 +34,7 @@ from services.gateway.auth import Principal
 from services.gateway.errors import tool_error_text
 from services.gateway.models import (
     Accepted,
+    FeedbackResult,
     ForgetResult,
     HistoryResponse,
     Order,
@@ -52,7 +53,8 @@ INSTRUCTIONS = (
     "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
     "known about the user (each memory comes with its scores and provenance); call `retain` for "
     "each turn or fact worth remembering (it is filtered and stored asynchronously); call `reflect` "
-    "when a session or task ends; `forget` removes a memory; `history` lists a user's memories over time."
+    "when a session or task ends; `feedback` says which recalled memories were used; `forget` removes "
+    "a memory; `history` lists a user's memories over time."
 )
 
 GatewayContext = Context[GatewayState, Any]
@@ -209,6 +211,33 @@ async def reflect(
     )
 
 
+IdList = Annotated[list[str] | None, Field(description="Memory ids from the recall's response.")]
+
+
+async def feedback(
+    *,
+    query_id: Annotated[str, Field(min_length=1, description="query_id of the recall response.")],
+    ctx: GatewayContext,
+    used: IdList = None,
+    unused: IdList = None,
+    wrong: IdList = None,
+    outdated: IdList = None,
+) -> FeedbackResult:
+    """Say which memories a recall returned were used (and which were unused, wrong or outdated), so
+    thresholds and decay can be tuned from real usage; repeating it changes nothing."""
+    return await _serve(
+        ctx,
+        lambda service, principal: service.feedback(
+            principal,
+            query_id=query_id,
+            used=used or (),
+            unused=unused or (),
+            wrong=wrong or (),
+            outdated=outdated or (),
+        ),
+    )
+
+
 async def forget(
     *,
     memory_id: Annotated[str, Field(description="Memory id from recall or history.")],
@@ -301,6 +330,7 @@ def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[Gat
     server.add_tool(retain, annotations=ToolAnnotations(idempotent_hint=True))
     server.add_tool(recall, annotations=ToolAnnotations(read_only_hint=True))
     server.add_tool(reflect)
+    server.add_tool(feedback, annotations=ToolAnnotations(idempotent_hint=True))
     server.add_tool(forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     server.add_tool(history, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     server.add_tool(quarantine_list, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))

@@ -150,8 +150,9 @@ SWEEP: Final[tuple[float, ...]] = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0
 def sweep(examples: Sequence[Example], folds: int = 5) -> list[dict[str, Any]]:
     """Out-of-fold threshold sweep on the hand-written dev lines (the benchmark set's dev split,
     ``examples`` holding them): each fold trains on the composed lines plus the other folds' dev
-    lines and scores its own dev lines with the shipped inference code; per threshold, the share of dev attacks (text classes) scored at or above it and the share
-    of benign dev lines (PII and look-alikes included) scored at or above it."""
+    lines and scores its own dev lines with the shipped inference code; per threshold, the share of
+    dev attacks (text classes) scored at or above it and the share of benign dev lines (PII and
+    look-alikes included) scored at or above it."""
     from services.guard.classifier import InstructionClassifier  # noqa: PLC0415
 
     bench = {e.text for e in load(BENCH_SET)}
