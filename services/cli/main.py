@@ -1,5 +1,5 @@
 """The ``hindsight`` command line (typer): ``up``, ``demo``, ``mcp-stdio``, ``schemas export``,
-``dlq list|show|replay``, ``chaos``, ``bench load``."""
+``dlq list|show|replay``, ``audit``, ``chaos``, ``bench load``."""
 
 from __future__ import annotations
 
@@ -229,6 +229,38 @@ def _kafka(bootstrap: str | None) -> str:
 BootstrapOpt = Annotated[
     str | None, typer.Option(help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP).")
 ]
+
+
+@app.command()
+def audit(
+    *,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="The data directory of a stopped embedded instance.")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant).")] = None,
+    window_days: Annotated[float, typer.Option(help="Recent window compared with what came before.")] = 7.0,
+    confidence_jump: Annotated[float, typer.Option(help="Confidence rise that is a jump.")] = 0.3,
+    conflict_rate: Annotated[float, typer.Option(help="Share of an agent's writes that conflict.")] = 0.2,
+    quarantine_rate: Annotated[float, typer.Option(help="Share of a source's events quarantined.")] = 0.2,
+    spike_ratio: Annotated[float, typer.Option(help="Window/before daily ratio of a reason.")] = 3.0,
+    min_events: Annotated[int, typer.Option(help="Fewest events behind a rate.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+) -> None:
+    """Anomalies in the stores: confidence jumps, unknown or new sources, conflict and quarantine rates."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from hindsight.audit import AuditSettings  # noqa: PLC0415
+    from services.cli.audit import render, run  # noqa: PLC0415
+
+    cfg = AuditSettings(window_days, confidence_jump, conflict_rate, quarantine_rate, spike_ratio, min_events)
+    try:
+        report = run(_settings(data_dir, None), tenant_id=tenant, cfg=cfg)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        render(report, Console(width=160))
 
 
 @dlq_app.command("list")

@@ -33,7 +33,11 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
         ledger = SessionLedger(await resources.redis())
         store = resources.vector_store()
         consistency = (
-            ConsistencyCheck(store, settings=ConsistencySettings(min_cosine=cfg.consistency_min_cosine))
+            ConsistencyCheck(
+                store,
+                judge=resources.judge() if cfg.consistency_judge == "model" else None,
+                settings=ConsistencySettings(min_cosine=cfg.consistency_min_cosine),
+            )
             if cfg.consistency_check
             else None
         )

@@ -26,6 +26,13 @@ class IngestSettings(BaseSettings):
     consistency_min_cosine: float = Field(
         0.80, ge=0.0, le=1.0, description="Nearest memories at or above this cosine are checked."
     )
+    consistency_judge: Literal["rules", "model"] = Field(
+        "rules",
+        description="Who decides whether a gated pair overturns the protected memory: 'rules' (the "
+        "correction rules, microseconds) or 'model' (the revision judge, HINDSIGHT_JUDGE_*: seconds per "
+        "pair on CPU; only low-trust candidates near a safety-critical or strongly supported memory "
+        "reach it).",
+    )
     stages: Annotated[tuple[Literal["trigger", "embed"], ...], NoDecode] = Field(
         ("trigger", "embed"),
         description="Stages this process runs: 'trigger', 'embed' or both ('trigger,embed').",

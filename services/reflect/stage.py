@@ -31,6 +31,7 @@ from hindsight.records import (
     to_payload,
     with_merged_provenance,
 )
+from hindsight.redaction import redact_session_close
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
 from schemas import (
@@ -86,8 +87,12 @@ class ReflectStage:
         self._first_seen: dict[str, float] = {}
 
     def parse(self, topic: str, raw: bytes) -> SessionClosedEvent:
-        """Validate a session-closed event."""
-        return parse_model(SessionClosedEvent, raw)
+        """Validate a session-closed event; its ``task`` and ``feedback`` are redacted here, before
+        anything reads them (closes do not pass the guard stage; issue 13 defect 5)."""
+        close, findings = redact_session_close(parse_model(SessionClosedEvent, raw))
+        if findings:
+            log.info("session close redacted", extra={"session_id": close.session_id, "findings": findings})
+        return close
 
     async def handle(
         self, batch: Sequence[Envelope[SessionClosedEvent]], out: EventPublisher
