@@ -31,7 +31,6 @@ from hindsight.ids import access_id, stable_id
 from hindsight.pii import redact
 from hindsight.publisher import BackgroundPublisher
 from hindsight.recall import RecallParams, RecallResult, recall
-from hindsight.recall.rank import RecalledMemory as RankedMemory
 from hindsight.recall.trace import trace
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
@@ -60,6 +59,7 @@ from services.gateway.models import (
     Outcome,
     RecalledMemory,
     RecallResponse,
+    Scores,
 )
 
 if TYPE_CHECKING:
