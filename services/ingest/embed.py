@@ -104,9 +104,9 @@ class EmbedStage:
         now = datetime.now(UTC)
         to_store: list[VectorRecord] = []
         merges: dict[str, list[str]] = defaultdict(list)
-        accepted: dict[tuple[str, str, str], list[tuple[str, np.ndarray]]] = defaultdict(list)
+        accepted: dict[tuple[str, str, str, str], list[tuple[str, np.ndarray]]] = defaultdict(list)
         for c, vec in zip(fresh, vectors, strict=True):
-            group = (c.tenant_id, c.user_id, c.type)
+            group = (c.tenant_id, c.user_id, c.scope, c.type)
             target = self._duplicate_of(c, vec, accepted[group])
             if target is not None:
                 merges[target].append(c.memory_id)
@@ -127,11 +127,14 @@ class EmbedStage:
     def _duplicate_of(
         self, c: MemoryCandidate, vec: np.ndarray, batch_peers: list[tuple[str, np.ndarray]]
     ) -> str | None:
-        """Id of an active memory of the same user and type with cosine > threshold, if any."""
+        """Id of an active memory of the same tenant, user, scope and type with cosine > threshold, if any
+        (a merge never crosses scope: another agent's copy must not hide this agent's own memory)."""
         for peer_id, peer_vec in batch_peers:
             if float(np.dot(vec, peer_vec)) > self._dedupe:
                 return peer_id
-        flt = MemoryFilter(tenant_id=c.tenant_id, user_id=c.user_id, types=(c.type,), statuses=("active",))
+        flt = MemoryFilter(
+            tenant_id=c.tenant_id, user_id=c.user_id, scopes=(c.scope,), types=(c.type,), statuses=("active",)
+        )
         hits = self._store.search(vec, flt, 1)
         if hits and hits[0].score > self._dedupe:
             return hits[0].id
