@@ -255,10 +255,10 @@ class ChainEditor:
         return [str(m) for m in node.get("merged_ids") or ()]
 
 
-def chain_of(memory_id: str, load: Loader, *, limit: int = MAX_WALK) -> list[str]:
-    """Ids of ``memory_id``'s version chain, oldest first: back along ``parent_id`` to the first
-    version, then forward along ``superseded_by`` to the newest (both ways from any version).
-    Unknown ids end the walk; at most ``limit`` ids."""
+def walk_chain(memory_id: str, load: Loader, *, limit: int = MAX_WALK) -> list[tuple[str, Payload]]:
+    """``memory_id``'s version chain as ``(id, payload)``, oldest first: back along ``parent_id`` to
+    the first version, then forward along ``superseded_by`` to the newest (both ways from any
+    version). Unknown ids (or ids ``load`` refuses) end the walk; at most ``limit`` versions."""
     nodes: dict[str, Payload] = {}
 
     def get(ident: str) -> Payload | None:
@@ -288,7 +288,12 @@ def chain_of(memory_id: str, load: Loader, *, limit: int = MAX_WALK) -> list[str
             break
         chain.append(str(current))
         current = payload.get("superseded_by")
-    return chain
+    return [(ident, nodes[ident]) for ident in chain]
+
+
+def chain_of(memory_id: str, load: Loader, *, limit: int = MAX_WALK) -> list[str]:
+    """Ids of :func:`walk_chain`, oldest first."""
+    return [ident for ident, _ in walk_chain(memory_id, load, limit=limit)]
 
 
 def ids_of(values: Iterable[Any] | None) -> tuple[str, ...]:

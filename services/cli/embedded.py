@@ -37,6 +37,7 @@ CONSUMER_TOPICS: dict[str, list[str]] = {
     "guard": [Topic.INTERACTIONS],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
+    "ingest-reconcile": [Topic.STORED],
     "reflect": [Topic.SESSIONS],
     "accesslog": [Topic.ACCESS],
 }
@@ -52,19 +53,24 @@ class Stack:
     gateway_url: str
     eviction: EvictionJob
 
-    def groups(self) -> dict[str, list[str]]:
-        """Full consumer group id -> topics."""
+    def groups(self, exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
+        """Full consumer group id -> topics, for every stage running here (``HINDSIGHT_INGEST_STAGES``
+        may leave reconcile out) except the group suffixes in ``exclude``."""
         kafka = self.resources.settings.kafka
-        return {kafka.group(name): [str(t) for t in topics] for name, topics in CONSUMER_TOPICS.items()}
+        return {
+            kafka.group(name): [str(t) for t in topics]
+            for name, topics in CONSUMER_TOPICS.items()
+            if name in self.resources.runners and name not in exclude
+        }
 
-    async def wait_caught_up(self, timeout_s: float = 600.0) -> None:
-        """Return when every consumer group has lag 0 on its topics, twice in a row.
+    async def wait_caught_up(self, timeout_s: float = 600.0, *, exclude: tuple[str, ...] = ()) -> None:
+        """Return when every consumer group (but ``exclude``) has lag 0 on its topics, twice in a row.
 
         Raises:
             TimeoutError: some group still lags after ``timeout_s`` (the message names it).
         """
         for _ in range(2):
-            await wait_for_zero_lag(self.bootstrap, self.groups(), timeout_s=timeout_s, poll_s=0.25)
+            await wait_for_zero_lag(self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25)
 
 
 async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asyncio.Task[None], str]:

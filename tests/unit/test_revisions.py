@@ -50,7 +50,7 @@ def mem(
         agent_id="a",
         session_id="s",
         type="semantic" if kind == "fact" else "episodic",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         content=content,
         source="user",
         speaker=speaker,
