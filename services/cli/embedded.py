@@ -29,6 +29,7 @@ from services.gateway.app import build_asgi
 from services.gateway.settings import GatewaySettings
 from services.guard import app as guard_app
 from services.ingest import app as ingest_app
+from services.ingest.settings import IngestSettings
 from services.reflect import app as reflect_app
 
 log = logging.getLogger("hindsight.embedded")
@@ -108,8 +109,11 @@ async def embedded_stack(
     settings: AllSettings | None = None,
     gateway: GatewaySettings | None = None,
     evict: EvictSettings | None = None,
+    ingest: IngestSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """Start everything; yield a :class:`Stack`; stop everything (gateway, consumers, broker) on exit.
+
+    ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. ``stages=("trigger", "embed")``: reconcile off).
 
     Raises:
         ConfigurationError: a store or broker cannot be started as configured.
@@ -123,7 +127,7 @@ async def embedded_stack(
         async with open_resources(cfg, broker) as resources:
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             guard_app.register(resources)
-            await ingest_app.register(resources)
+            await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
             accesslog_app.register(resources)
             job = evict_app.register(resources, evict)

@@ -337,6 +337,14 @@ def bench_scale(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@bench_app.command("updates", context_settings=_PASS_THROUGH)
+def bench_updates(ctx: typer.Context) -> None:
+    """Version chains, conflicts and lessons on 122 bilingual update scenarios (--help for options)."""
+    from bench.updates import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("inference", context_settings=_PASS_THROUGH)
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
