@@ -36,6 +36,7 @@ log = logging.getLogger("hindsight.embedded")
 
 CONSUMER_TOPICS: dict[str, list[str]] = {
     "guard": [Topic.INTERACTIONS],
+    "quarantine": [Topic.QUARANTINE],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
     "ingest-reconcile": [Topic.STORED],
@@ -126,7 +127,7 @@ async def embedded_stack(
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
-            guard_app.register(resources)
+            await guard_app.register(resources)
             await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
             accesslog_app.register(resources)

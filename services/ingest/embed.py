@@ -11,6 +11,11 @@ Consumes ``memory.candidates.v1`` in batches. For each batch:
    which consumes ``memory.stored.v1`` in its own consumer group (a blind cosine > 0.95 merge once
    swallowed a corrected allergy);
 4. the session ledger records every candidate as stored, which reflection waits for.
+
+Before 3, the consistency check (:mod:`hindsight.consistency`, when configured) holds back a
+low-trust candidate that overturns a safety-critical or strongly supported memory of the user: it
+goes to ``memory.quarantine.v1`` (stage ``ingest.embed``, with the candidate for release) instead
+of being stored.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from hindsight.consistency import Hold
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.records import PENDING, RECONCILE_STATE, from_payload, memory_from_candidate, to_payload
 from hindsight.stores.vector import VectorRecord
 from hindsight.text import speaker_text
-from schemas import Memory, MemoryCandidate, MemoryStoredEvent, Topic, partition_key
+from schemas import Memory, MemoryCandidate, MemoryStoredEvent, QuarantineRecord, Topic, partition_key
 
 if TYPE_CHECKING:
+    from hindsight.consistency import ConsistencyCheck
     from hindsight.inference.embedder import Embedder
     from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
@@ -38,6 +45,27 @@ if TYPE_CHECKING:
 def embed_text(candidate: MemoryCandidate | Memory) -> str:
     """Text that is embedded: ``"speaker: content"`` when the speaker is known."""
     return speaker_text(candidate.speaker, candidate.content)
+
+
+def _held(c: MemoryCandidate, hold: Hold, now: datetime) -> QuarantineRecord:
+    """The quarantine record of a candidate the consistency check held back (redacted already)."""
+    return QuarantineRecord(
+        tenant_id=c.tenant_id,
+        user_id=c.user_id,
+        agent_id=c.agent_id,
+        session_id=c.session_id,
+        event_id=c.provenance.event_ids[0] if c.provenance.event_ids else c.memory_id,
+        verdict="quarantine",
+        reasons=(hold.reason,),
+        source=c.source,
+        content_redacted=c.content,
+        quarantined_at=now,
+        stage="ingest.embed",
+        trust=c.confidence,
+        external_ref=c.provenance.external_refs[0] if c.provenance.external_refs else None,
+        scores={"cosine": round(hold.cosine, 4), "judge_confidence": hold.verdict.confidence},
+        candidate=c,
+    )
 
 
 class EmbedStage:
@@ -52,7 +80,9 @@ class EmbedStage:
         ledger: SessionLedger,
         *,
         lexical: LexicalEncoder | None = None,
+        consistency: ConsistencyCheck | None = None,
     ) -> None:
+        self._consistency = consistency
         self._store = store
         self._lexical = lexical
         self._ledger = ledger
@@ -99,6 +129,11 @@ class EmbedStage:
         now = datetime.now(UTC)
         to_store: list[VectorRecord] = []
         for c, vec in zip(fresh, vectors, strict=True):
+            if self._consistency is not None:
+                hold = await asyncio.to_thread(self._consistency.check, c, vec)
+                if hold is not None:
+                    out.send(Topic.QUARANTINE, partition_key(c.tenant_id, c.user_id), _held(c, hold, now))
+                    continue
             memory = memory_from_candidate(c, stored_at=now, model=self._embedder.name)
             sparse = self._lexical.document(embed_text(c)) if self._lexical is not None else None
             payload = to_payload(memory) | {RECONCILE_STATE: PENDING}
@@ -108,4 +143,5 @@ class EmbedStage:
                 partition_key(c.tenant_id, c.user_id),
                 MemoryStoredEvent(memory=memory, candidate_id=c.memory_id),
             )
-        await asyncio.to_thread(self._store.upsert, to_store)
+        if to_store:
+            await asyncio.to_thread(self._store.upsert, to_store)

@@ -17,6 +17,14 @@ class IngestSettings(BaseSettings):
     keep_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Importance needed to keep a turn.")
     working_capacity: int = Field(8, ge=1, description="Working memory items per session (DESIGN.md s2).")
     working_lambda: float = Field(0.1, ge=0.0, description="Working memory decay per turn (DESIGN.md s2).")
+    consistency_check: bool = Field(
+        True,
+        description="Hold back low-trust candidates that overturn safety-critical or strongly supported "
+        "memories (hindsight.consistency; issue 10).",
+    )
+    consistency_min_cosine: float = Field(
+        0.80, ge=0.0, le=1.0, description="Nearest memories at or above this cosine are checked."
+    )
     stages: Annotated[tuple[Literal["trigger", "embed", "reconcile"], ...], NoDecode] = Field(
         ("trigger", "embed", "reconcile"),
         description="Stages this process runs: any of 'trigger', 'embed', 'reconcile' ('trigger,embed').",
