@@ -37,7 +37,6 @@ import json
 import logging
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,11 +47,11 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.common import loadavg, print_line, scratch_dir
+from bench.stack import embedded
 from hindsight.ids import turn_memory_id
 from hindsight.observability import configure_logging
 from hindsight.settings import AllSettings
-from services.cli.embedded import embedded_stack
-from services.gateway.settings import GatewaySettings
 from services.ingest.settings import IngestSettings
 
 log = logging.getLogger("hindsight.bench.updates")
@@ -313,11 +312,8 @@ async def run_mode(
     scenarios: Sequence[dict[str, Any]], filler: dict[str, Any], *, reconcile: bool, workdir: Path
 ) -> tuple[list[Outcome], dict[str, Any]]:
     """One fresh embedded stack, every scenario driven, caught up, evaluated."""
-    cfg = AllSettings()
-    cfg.runtime.data_dir = workdir
     stages = ("trigger", "embed", "reconcile") if reconcile else ("trigger", "embed")
-    gateway = GatewaySettings(port=0, api_keys={API_KEY: TENANT})
-    async with embedded_stack(cfg, gateway, ingest=IngestSettings(stages=stages)) as stack:
+    async with embedded(workdir, {API_KEY: TENANT}, ingest=IngestSettings(stages=stages)) as stack:
         headers = {"Authorization": f"Bearer {API_KEY}"}
         async with httpx.AsyncClient(base_url=stack.gateway_url, headers=headers, timeout=120) as client:
             before = _metric_values((await client.get("/metrics")).text)
@@ -346,6 +342,7 @@ async def run_mode(
             for scenario in scenarios:
                 outcomes.append(await evaluate(client, scenario))
     run = {
+        "loadavg": loadavg(),
         "turns": turns,
         "session_closes": closes,
         "searchable_s": round(searchable - started, 1),
@@ -410,14 +407,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = [(m, known[m]) for m in wanted]
     results: dict[str, tuple[list[Outcome], dict[str, Any]]] = {}
     for mode, on in modes:
-        prefix = f"hindsight-updates-{mode}-"
-        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
-            workdir = (args.workdir / mode) if args.workdir else Path(tmp)
-            workdir.mkdir(parents=True, exist_ok=True)
+        keep = args.workdir / mode if args.workdir else None
+        with scratch_dir(f"hindsight-updates-{mode}-", keep) as workdir:
             print(f"bench updates: {mode}, {len(scenarios)} scenarios", file=sys.stderr)
             results[mode] = asyncio.run(run_mode(scenarios, doc["filler"], reconcile=on, workdir=workdir))
         for line in lines(mode, *results[mode]):
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+            print_line(line)
     if "baseline" in results and "reconcile" in results:
         with_rc, without = (aggregate(results[m][0]) for m in ("reconcile", "baseline"))
         run_on, run_off = results["reconcile"][1], results["baseline"][1]
@@ -431,5 +426,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ingest_turns_per_s_ingested_reconcile": run_on["ingest_turns_per_s_ingested"],
             "ingest_turns_per_s_ingested_baseline": run_off["ingest_turns_per_s_ingested"],
         }
-        print(json.dumps(compare), flush=True)
+        print_line(compare)
     return 0

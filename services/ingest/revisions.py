@@ -22,7 +22,9 @@ operations themselves in :mod:`hindsight.chains`.
 ``update``: supersede by event time (:meth:`~hindsight.chains.ChainEditor.supersede`), the older
 keeps its text and gets ``valid_to``; an ``update`` below ``min_update_confidence`` counts as
 ``unsure``; ``refinement``: both active, ``related_ids``; ``unsure``: both active,
-``conflicts_with`` (recall reports the pair); ``unrelated``: nothing. When two facts chain, their
+``conflicts_with`` (recall reports the pair); ``unrelated``: nothing. A low-trust source (an
+agent's note, a tool) never supersedes a safety-critical or repeatedly stated memory: that
+``update`` becomes a conflict (the guard's consistency rule). When two facts chain, their
 source turns follow: a turn whose every extracted fact is superseded is superseded by the turn of the
 newer fact, and conflicts between facts are conflicts between their turns.
 """
@@ -36,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from hindsight.chains import ChainEditor, event_key, ids_of
+from hindsight.consistency import safety_category
 from hindsight.ids import extracted_fact_id
 from hindsight.inference.judge import Fact, JudgePair, Statement, Verdict
 from hindsight.records import DONE, RECONCILE_STATE
@@ -219,6 +222,73 @@ def _propagate_link(editor: ChainEditor, a_fact: str, b_fact: str, field: str) -
         editor.link(a_turn, b_turn, field)
 
 
+MAY_OVERTURN = frozenset(("user",))
+"""Sources whose statement may supersede a protected memory (people may change their own facts)."""
+STRONG_SUPPORT = 2
+"""Events (its own and merged repetitions) that make a memory strongly supported."""
+
+
+def protected(payload: dict[str, Any]) -> str | None:
+    """Why a memory may not be overturned by a low-trust source: ``safety_critical`` (allergies,
+    medication, identity, credentials, payment: :func:`hindsight.consistency.safety_category`, or a
+    ``health`` tag) or ``strong_support`` (stated :data:`STRONG_SUPPORT` times or more); else None."""
+    if safety_category(str(payload.get("content", ""))) or "health" in (payload.get("tags") or ()):
+        return "safety_critical"
+    if 1 + len(payload.get("merged_ids") or ()) >= STRONG_SUPPORT:
+        return "strong_support"
+    return None
+
+
+def overturn_refused(older: dict[str, Any], newer: dict[str, Any]) -> str | None:
+    """The reason a newer statement may not supersede the older one (the guard's consistency rule,
+    DESIGN.md section 6, applied where reconcile supersedes), or None."""
+    if str(newer.get("source", "user")) in MAY_OVERTURN:
+        return None
+    why = protected(older)
+    if why is None:
+        return None
+    return f"consistency:{why}: a {newer.get('source')} statement may not overturn it"
+
+
+def _relation(
+    memory_id: str, payload: dict[str, Any], cand: Candidate, verdict: Verdict, min_update_confidence: float
+) -> tuple[str, str]:
+    """The relation to apply and why: a doubtful ``update`` is ``unsure``; so is one the consistency
+    rule refuses."""
+    if verdict.relation != "update":
+        return verdict.relation, verdict.reason
+    if verdict.confidence < min_update_confidence:
+        return "unsure", verdict.reason
+    newer_is_memory = event_key(payload, memory_id) > event_key(cand.payload, cand.id)
+    older, newer = (cand.payload, payload) if newer_is_memory else (payload, cand.payload)
+    refused = overturn_refused(older, newer)
+    return ("unsure", f"{refused} ({verdict.reason})") if refused is not None else ("update", verdict.reason)
+
+
+def _apply(editor: ChainEditor, memory_id: str, cand: Candidate, relation: str, is_fact: bool) -> bool:
+    """One relation between ``memory_id`` and ``cand`` applied to the editor; whether it changed a chain."""
+    payload = editor.node(memory_id) or {}
+    if relation == "same":
+        return editor.merge(memory_id, cand.id)
+    if relation == "update":
+        newer = event_key(payload, memory_id) > event_key(cand.payload, cand.id)
+        if newer:
+            applied = editor.supersede(cand.id, memory_id)
+        else:
+            applied = editor.supersede(memory_id, cand.id, late=True)
+        if applied and is_fact:
+            older, newest = (cand.id, memory_id) if newer else (memory_id, cand.id)
+            _propagate_supersede(editor, older, newest, late=not newer)
+        return applied
+    if relation in ("refinement", "unsure"):
+        field = "related_ids" if relation == "refinement" else "conflicts_with"
+        applied = editor.link(memory_id, cand.id, field)
+        if applied and is_fact and relation == "unsure":
+            _propagate_link(editor, memory_id, cand.id, field)
+        return applied
+    return False
+
+
 def apply_verdicts(
     editor: ChainEditor,
     memory_id: str,
@@ -228,7 +298,9 @@ def apply_verdicts(
     min_update_confidence: float,
 ) -> list[Decision]:
     """Apply each verdict about (candidate, ``memory_id``) to ``editor`` (module doc); closest
-    candidate first, a merge ends it (the memory is then a duplicate). Pure over the editor."""
+    candidate first, a merge ends it (the memory is then a duplicate). An ``update`` from a low-trust
+    source that would supersede a protected memory (:func:`overturn_refused`) becomes a conflict:
+    both stay active and the agent sees the pair. Pure over the editor."""
     payload = editor.node(memory_id)
     if payload is None:
         return []
@@ -236,31 +308,10 @@ def apply_verdicts(
     is_fact = payload.get("kind") == "fact"
     merged = False
     for cand, verdict in zip(candidates, verdicts, strict=True):
-        relation = verdict.relation
-        if relation == "update" and verdict.confidence < min_update_confidence:
-            relation = "unsure"
-        applied = False
-        if merged:
-            pass
-        elif relation == "same":
-            applied = merged = editor.merge(memory_id, cand.id)
-        elif relation == "update":
-            newer = event_key(payload, memory_id) > event_key(cand.payload, cand.id)
-            if newer:
-                applied = editor.supersede(cand.id, memory_id)
-            else:
-                applied = editor.supersede(memory_id, cand.id, late=True)
-            if applied and is_fact:
-                older, newest = (cand.id, memory_id) if newer else (memory_id, cand.id)
-                _propagate_supersede(editor, older, newest, late=not newer)
-        elif relation in ("refinement", "unsure"):
-            field = "related_ids" if relation == "refinement" else "conflicts_with"
-            applied = editor.link(memory_id, cand.id, field)
-            if applied and is_fact and relation == "unsure":
-                _propagate_link(editor, memory_id, cand.id, field)
-        decisions.append(
-            Decision(cand.id, relation, verdict.confidence, verdict.backend, verdict.reason, applied)
-        )
+        relation, reason = _relation(memory_id, payload, cand, verdict, min_update_confidence)
+        applied = False if merged else _apply(editor, memory_id, cand, relation, is_fact)
+        merged = merged or (applied and relation == "same")
+        decisions.append(Decision(cand.id, relation, verdict.confidence, verdict.backend, reason, applied))
     return decisions
 
 

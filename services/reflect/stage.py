@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.errors import RetryableError
 from hindsight.ids import stable_id
+from hindsight.pii import redact
 from hindsight.records import (
     PENDING,
     RECONCILE_STATE,
@@ -68,6 +69,17 @@ _SCROLL_PAGE = 512
 
 class SessionNotReadyError(RetryableError):
     """The session's turns are still in flight; retry the close event later."""
+
+
+def redacted(close: SessionClosedEvent) -> SessionClosedEvent:
+    """``close`` with PII redacted from its free text (task, feedback): the close event does not pass
+    the guard (it goes straight to ``memory.sessions.v1``), and both reach the episode and lessons."""
+    update = {
+        name: redact(value).text
+        for name, value in (("task", close.task), ("feedback", close.feedback))
+        if value is not None
+    }
+    return close.model_copy(update=update) if update else close
 
 
 class _Lesson(Protocol):
@@ -184,6 +196,7 @@ class ReflectStage:
 
     async def _reflect(self, close: SessionClosedEvent, out: EventPublisher) -> None:
         await self._wait_until_complete(close)
+        close = redacted(close)
         now = datetime.now(UTC)
         session_flt = MemoryFilter(
             tenant_id=close.tenant_id,

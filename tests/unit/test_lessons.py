@@ -92,3 +92,14 @@ def test_at_most_two_lessons_and_empty_texts_are_skipped() -> None:
     texts = [LessonText(""), LessonText("a"), LessonText("b"), LessonText("c")]
     out = lesson_memories(close(feedback="f"), texts, episode=None, scope="global", stored_at=T0, model=None)
     assert [m.content for m in out] == ["a", "b"]
+
+
+def test_task_and_feedback_are_redacted_before_they_reach_episode_or_lesson() -> None:
+    from services.reflect.stage import redacted  # noqa: PLC0415
+
+    clean = redacted(close(task="Email bob@example.com the invoice", feedback="Call me at +44 7700 900123"))
+    assert "bob@example.com" not in (clean.task or "")
+    assert "[REDACTED:email]" in (clean.task or "")
+    assert "7700" not in (clean.feedback or "")
+    untouched = close(task="Book a flight")
+    assert redacted(untouched) == untouched

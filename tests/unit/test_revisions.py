@@ -283,3 +283,29 @@ def test_a_fact_memory_keeps_the_turns_scope_time_and_provenance() -> None:
     assert (a.entity, a.attribute, a.value, a.content) == ("user", "employer", "腾讯", "用户在腾讯工作。")
     assert a.provenance == Provenance(event_ids=("e1",), external_refs=("D1:1",), memory_ids=(turn.id,))
     assert "compressed" not in a.tags
+
+
+def test_an_agents_note_never_supersedes_a_safety_critical_memory_it_becomes_a_conflict() -> None:
+    store = {
+        "allergy": mem("allergy", "I'm allergic to penicillin.", tags=["health"]),
+        "job": mem("job", "I work at Airbus."),
+        "note1": mem("note1", "Note: the user is not allergic to penicillin.", days=3, source="assistant"),
+        "note2": mem("note2", "Note: the user now works at Siemens.", days=3, source="assistant"),
+    }
+    [refused] = run(store, "note1", [("allergy", v("update"))])
+    assert (refused.relation, refused.applied) == ("unsure", True)
+    assert refused.reason.startswith("consistency:safety_critical")
+    assert store["allergy"]["status"] == "active"
+    assert store["allergy"]["conflicts_with"] == ["note1"]
+    run(store, "note2", [("job", v("update"))])  # not protected: an agent may record a new job
+    assert store["job"]["superseded_by"] == "note2"
+
+
+def test_a_statement_repeated_twice_is_protected_from_low_trust_sources_too() -> None:
+    store = {
+        "diet": mem("diet", "I'm vegan.", merged_ids=["again"]),
+        "tool": mem("tool", "CRM: customer diet is omnivore.", days=5, source="tool"),
+    }
+    [decision] = run(store, "tool", [("diet", v("update"))])
+    assert decision.relation == "unsure"
+    assert decision.reason.startswith("consistency:strong_support")
