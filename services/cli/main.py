@@ -118,6 +118,12 @@ def demo(
     timeout_s: Annotated[
         float, typer.Option(help="Max seconds to wait for the pipeline to catch up.")
     ] = 1800.0,
+    wait_reconcile: Annotated[
+        bool,
+        typer.Option(
+            help="Ask only once reconcile (behind ingest) has caught up; reports its catch-up time."
+        ),
+    ] = False,
 ) -> None:
     """Publish real conversations as Kafka events, wait for lag 0, recall through the gateway, print JSON.
 
@@ -170,7 +176,14 @@ def demo(
     async def main() -> str:
         async with embedded_stack(cfg, gateway) as stack:
             result = await run_demo(
-                stack, api_key, events, questions, conversations=n_conv, top_k=top_k, timeout_s=timeout_s
+                stack,
+                api_key,
+                events,
+                questions,
+                conversations=n_conv,
+                top_k=top_k,
+                timeout_s=timeout_s,
+                wait_reconcile=wait_reconcile,
             )
             typer.echo(f"per category recall@10: {json.dumps(result.by_category)}", err=True)
             return result.line()

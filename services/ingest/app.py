@@ -51,7 +51,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             resources.vector_store(),
             resources.embedder(),
             resources.judge(),
-            resources.fact_extractor() if cfg.reconcile_extract_facts else None,
+            resources.fact_extractor() if cfg.reconcile_facts != "off" else None,
             Thresholds(
                 turn=cfg.reconcile_turn_cosine,
                 fact=cfg.reconcile_fact_cosine,
@@ -60,6 +60,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
                 min_update_confidence=cfg.reconcile_min_update_confidence,
             ),
             lexical=resources.lexical(),
+            facts=cfg.reconcile_facts,
         )
         # a batch can cost several model calls: small batches commit often and stay well inside the
         # consumer's max poll interval

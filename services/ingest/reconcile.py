@@ -4,12 +4,15 @@ Consumes ``memory.stored.v1`` in its own consumer group (``<prefix>-ingest-recon
 embed stage: a memory is searchable before it is reconciled. For each stored memory, in partition
 (per-user) order:
 
-1. **facts** (turns): a durable statement's facts are extracted by the
-   :class:`~hindsight.inference.judge.FactExtractor` (one batched call for the batch's turns), stored
-   as semantic ``fact`` memories (ids from the turn id and the fact's position, provenance to the
-   turn) and announced on ``memory.stored.v1``; the turn's ``derived_ids`` lists them. Each fact is
-   reconciled at once (step 2) and the turn's status follows its facts (:mod:`.revisions`). A turn
-   whose statement yields no fact (or when extraction is off) is reconciled itself;
+1. **facts** (turns; ``HINDSIGHT_INGEST_RECONCILE_FACTS``): durable statements become semantic
+   ``fact`` memories through the :class:`~hindsight.inference.judge.FactExtractor` (ids from the
+   turn id and the fact's position, provenance to the turn), announced on ``memory.stored.v1`` and
+   reconciled at once (step 2) against the user's facts; the turn's ``derived_ids`` lists them.
+   ``all`` extracts every durable turn (one batched call per batch; the turn's status then follows
+   its facts, :mod:`.revisions`); ``revisions`` (the default: an extraction costs several judge
+   calls on a CPU model) reconciles the turn itself and extracts the facts of the turns the judge
+   put into a version chain, refinement or conflict (the facts of the older and the newer
+   statement); ``off`` reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -37,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter, Histogram
 
-from hindsight.chains import ChainEditor, ids_of
+from hindsight.chains import ChainEditor, event_key, ids_of
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.errors import ModelUnavailableError
 from hindsight.records import (
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
     from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
     from hindsight.stores.vector import VectorStore
+    from services.ingest.settings import FactsMode
 
 log = logging.getLogger("hindsight.reconcile")
 
@@ -106,6 +110,8 @@ EXTRACT_SECONDS = Histogram(
 )
 FACTS = Counter("hindsight_reconcile_facts_total", "Fact memories written")
 
+CHAINING = frozenset(("update", "refinement", "unsure"))
+"""Relations that put two turns into a chain or a link: mode ``revisions`` extracts their facts."""
 SEARCH_LIMIT = 16
 """Nearest memories fetched per reconciled memory before the gates keep ``max_pairs``."""
 MERGE_REINFORCED_KINDS = frozenset(("fact", "lesson"))
@@ -121,6 +127,7 @@ class ReconcileStage:
         judge: classifies candidate pairs.
         extractor: extracts facts from durable turns; ``None`` reconciles turns directly.
         thresholds: candidate gates (ingest settings).
+        facts: ``all``, ``revisions`` or ``off`` (module doc).
         lexical: BM25 encoder for the facts' sparse vectors.
     """
 
@@ -135,7 +142,9 @@ class ReconcileStage:
         thresholds: Thresholds,
         *,
         lexical: LexicalEncoder | None = None,
+        facts: FactsMode = "revisions",
     ) -> None:
+        self._facts_mode: FactsMode = facts if extractor is not None else "off"
         self._store = store
         self._embedder = embedder
         self._judge = judge
@@ -163,7 +172,7 @@ class ReconcileStage:
         if not ids:
             return ()
         records = {r.id: r for r in await asyncio.to_thread(self._store.retrieve, ids, True)}
-        facts = await self._extract([records[i] for i in ids if i in records])
+        facts = await self._extract_batch([records[i] for i in ids if i in records])
         for memory_id in ids:
             record = records.get(memory_id)
             if record is None:
@@ -172,37 +181,43 @@ class ReconcileStage:
             if kind == "turn":
                 judged = await self._turn(record, facts.get(memory_id), out)
             else:
-                judged = await self._reconcile(memory_id, record.vector)
+                judged, _ = await self._reconcile(memory_id, record.vector)
             if judged is not None and kind != "fact":  # facts count with their turn
                 RECONCILED.labels(kind=kind, judged="yes" if judged else "no").inc()
         return ()
 
     # -- facts ----------------------------------------------------------------------------------------
 
-    def _extracts(self, payload: dict[str, Any]) -> bool:
+    def _extracts_all(self, payload: dict[str, Any]) -> bool:
+        """Mode ``all``: this turn's facts are extracted (a durable, active, unreconciled turn)."""
         return (
-            self._extractor is not None
+            self._facts_mode == "all"
             and durable(payload)
             and payload.get("status", "active") == "active"
             and payload.get(RECONCILE_STATE, DONE) != DONE
         )
 
-    async def _extract(self, records: Sequence[VectorRecord]) -> dict[str, list[Fact]]:
-        """Facts of the batch's durable turns not extracted yet, in one extractor call."""
-        todo = [r for r in records if self._extracts(r.payload) and not r.payload.get("facts_extracted")]
-        if not todo or self._extractor is None:
-            return {}
+    async def _extract(self, payloads: Sequence[dict[str, Any]]) -> list[list[Fact]]:
+        """Facts of each statement, in one extractor call."""
+        if not payloads or self._extractor is None:
+            return [[] for _ in payloads]
         started = time.perf_counter()
-        found = await asyncio.to_thread(self._extractor.extract, [statement(r.payload) for r in todo])
+        found = await asyncio.to_thread(self._extractor.extract, [statement(p) for p in payloads])
         EXTRACT_SECONDS.observe(time.perf_counter() - started)
         EXTRACT_CALLS.inc()
-        EXTRACT_STATEMENTS.inc(len(todo))
-        if len(found) != len(todo):
+        EXTRACT_STATEMENTS.inc(len(payloads))
+        if len(found) != len(payloads):
             raise ModelUnavailableError(
                 f"fact extractor {self._extractor.name} answered {len(found)} results for "
-                f"{len(todo)} statements"
+                f"{len(payloads)} statements"
             )
-        return {r.id: list(facts) for r, facts in zip(todo, found, strict=True)}
+        return [list(facts) for facts in found]
+
+    async def _extract_batch(self, records: Sequence[VectorRecord]) -> dict[str, list[Fact]]:
+        """Mode ``all``: the facts of the batch's durable turns not extracted yet, in one call."""
+        todo = [r for r in records if self._extracts_all(r.payload) and not r.payload.get("facts_extracted")]
+        found = await self._extract([r.payload for r in todo])
+        return {r.id: facts for r, facts in zip(todo, found, strict=True)}
 
     async def _store_facts(self, turn_payload: dict[str, Any], facts: Sequence[Fact]) -> list[str]:
         """Write the turn's fact memories (new ones only) and record them on the turn."""
@@ -243,31 +258,62 @@ class ReconcileStage:
                 MemoryStoredEvent(memory=fact, candidate_id=fact.id),
             )
 
+    async def _facts_of(self, turn_ids: Sequence[str], known: dict[str, list[Fact]]) -> list[str]:
+        """The fact memory ids of each turn, extracting (one call for those without) and storing
+        them first where needed; turns in the order given."""
+        payloads = await asyncio.to_thread(self._load, list(turn_ids))
+        todo = [
+            t for t in turn_ids if t in payloads and not payloads[t].get("facts_extracted") and t not in known
+        ]
+        found = dict(zip(todo, await self._extract([payloads[t] for t in todo]), strict=True))
+        fact_ids: list[str] = []
+        for turn_id in turn_ids:
+            payload = payloads.get(turn_id)
+            if payload is None:
+                continue
+            if payload.get("facts_extracted"):
+                fact_ids += ids_of(payload.get("derived_ids"))
+            else:
+                fact_ids += await self._store_facts(payload, known.get(turn_id) or found.get(turn_id) or [])
+        return fact_ids
+
+    async def _reconcile_facts(self, fact_ids: Sequence[str], out: EventPublisher) -> bool:
+        """Reconcile each fact (in order), then announce them; whether the judge was asked."""
+        judged = False
+        if not fact_ids:
+            return judged
+        records = await asyncio.to_thread(self._store.retrieve, list(fact_ids), True)
+        vectors = {r.id: r.vector for r in records}
+        for fact_id in fact_ids:
+            if fact_id in vectors:
+                outcome, _ = await self._reconcile(fact_id, vectors[fact_id])
+                judged = bool(outcome) or judged
+        await self._announce(fact_ids, out)
+        return judged
+
     async def _turn(self, record: VectorRecord, facts: list[Fact] | None, out: EventPublisher) -> bool | None:
-        """Reconcile a turn through its facts, or itself; whether the judge was asked (``None``: the
-        turn was reconciled before)."""
+        """Reconcile a turn through its facts, or itself (module doc); whether the judge was asked
+        (``None``: the turn was reconciled before)."""
         payload = record.payload
         if payload.get(RECONCILE_STATE, DONE) == DONE:
             await self._announce(ids_of(payload.get("derived_ids")), out)
             return None
-        fact_ids: Sequence[str] = ()
-        judged = False
-        if self._extracts(payload):
-            if payload.get("facts_extracted"):
-                fact_ids = ids_of(payload.get("derived_ids"))
-            else:
-                fact_ids = await self._store_facts(payload, facts or [])
-            vectors = {
-                r.id: r.vector for r in await asyncio.to_thread(self._store.retrieve, list(fact_ids), True)
-            }
-            for fact_id in fact_ids:
-                if fact_id in vectors:
-                    judged = bool(await self._reconcile(fact_id, vectors[fact_id])) or judged
-            await self._announce(fact_ids, out)
-        if fact_ids:
-            await self._finish(record.id, None)
-            return judged
-        return await self._reconcile(record.id, record.vector)
+        if self._extracts_all(payload):
+            fact_ids = await self._facts_of([record.id], {record.id: facts} if facts is not None else {})
+            judged = await self._reconcile_facts(fact_ids, out)
+            if fact_ids:
+                await self._finish(record.id, None)
+                return judged
+        outcome, decisions = await self._reconcile(record.id, record.vector, finish=False)
+        if self._facts_mode == "revisions" and decisions:
+            involved = [d["with"] for d in decisions if d["applied"] and d["relation"] in CHAINING]
+            if involved:
+                turns = await asyncio.to_thread(self._load, [*involved, record.id])
+                ordered = sorted(turns, key=lambda t: event_key(turns[t], t))
+                fact_ids = await self._facts_of(ordered, {})
+                outcome = await self._reconcile_facts(fact_ids, out) or bool(outcome)
+        await self._finish(record.id, None)
+        return outcome
 
     # -- one memory ---------------------------------------------------------------------------------------
 
@@ -284,24 +330,31 @@ class ReconcileStage:
         for memory_id, fields in changes.items():
             await asyncio.to_thread(self._store.set_payload, [memory_id], fields)
 
-    async def _reconcile(self, memory_id: str, vector: np.ndarray | None) -> bool | None:
-        """Candidates, judge, write-ahead plan, apply, done (module doc) for one memory; whether the
-        judge was asked (``None``: reconciled before, or gone)."""
+    async def _reconcile(
+        self, memory_id: str, vector: np.ndarray | None, *, finish: bool = True
+    ) -> tuple[bool | None, list[dict[str, Any]]]:
+        """Candidates, judge, write-ahead plan, apply (module doc) for one memory, then mark it done
+        (unless ``finish`` is false: the caller does, after the turn's facts). Returns whether the
+        judge was asked (``None``: reconciled before, or gone) and the decisions applied (as stored
+        in ``reconcile_decisions``)."""
         payload = (await asyncio.to_thread(self._load, [memory_id])).get(memory_id)
         if payload is None:
-            return None
+            return None, []
         state = payload.get(RECONCILE_STATE, DONE)
         if state == DONE:
-            return None
+            return None, []
         if state == PLANNED:  # a restart between plan and done: the same plan again
             await self._apply(payload.get(RECONCILE_PLAN) or {})
-            await self._finish(memory_id, None)
-            return None
+            decisions = list(payload.get(RECONCILE_DECISIONS) or [])
+            if finish:
+                await self._finish(memory_id, None)
+            return None, decisions
         kind = str(payload.get("kind"))
         inactive = payload.get("status", "active") != "active"
         if inactive or vector is None or (kind == "turn" and not durable(payload)):
-            await self._finish(memory_id, [])
-            return False
+            if finish:
+                await self._finish(memory_id, [])
+            return False, []
         candidates = await asyncio.to_thread(self._candidates, memory_id, payload, vector)
         verdicts = await self._verdicts(memory_id, payload, candidates)
         editor = ChainEditor(self._load)
@@ -326,8 +379,11 @@ class ReconcileStage:
             plan = {RECONCILE_STATE: PLANNED, RECONCILE_PLAN: changes, RECONCILE_DECISIONS: record}
             await asyncio.to_thread(self._store.set_payload, [memory_id], plan)
             await self._apply(changes)
-        await self._finish(memory_id, record)
-        return any(d.backend != IDENTICAL_BACKEND for d in decisions)
+        if finish:
+            await self._finish(memory_id, record)
+        elif not changes:
+            await asyncio.to_thread(self._store.set_payload, [memory_id], {RECONCILE_DECISIONS: record})
+        return any(d.backend != IDENTICAL_BACKEND for d in decisions), (record if changes else [])
 
     def _candidates(self, memory_id: str, payload: dict[str, Any], vector: np.ndarray) -> list[Candidate]:
         flt = MemoryFilter(

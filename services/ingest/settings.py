@@ -8,6 +8,9 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+FactsMode = Literal["all", "revisions", "off"]
+"""Which turns reconcile extracts facts from (:mod:`services.ingest.reconcile`)."""
+
 
 class IngestSettings(BaseSettings):
     """Write-trigger, working memory and embed-stage knobs."""
@@ -50,8 +53,10 @@ class IngestSettings(BaseSettings):
         le=1.0,
         description="Reconcile: an 'update' verdict below this confidence is treated as 'unsure' (conflict).",
     )
-    reconcile_extract_facts: bool = Field(
-        True, description="Reconcile: extract facts from durable statements (turns) with the fact extractor."
+    reconcile_facts: FactsMode = Field(
+        "revisions",
+        description="Reconcile: which turns' facts are extracted: 'all' durable statements (an LLM "
+        "served on a GPU), 'revisions' (turns the judge put into a chain or conflict; CPU default) or 'off'.",
     )
 
     @field_validator("stages", mode="before")
