@@ -302,12 +302,21 @@ def chaos(
     bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+    updates: Annotated[
+        int, typer.Option(help="Users who revise a statement: their version chains are checked (0: none).")
+    ] = 6,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
     from bench.chaos import main_chaos  # noqa: PLC0415
 
     code = main_chaos(
-        events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
+        events=events,
+        kills=kills,
+        seed=seed,
+        bootstrap=bootstrap,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        updates=updates,
     )
     raise typer.Exit(code)
 
