@@ -21,6 +21,7 @@ Benchmarks: :mod:`bench.recall` (quality on LoCoMo vs baselines), :mod:`bench.sc
 at 10k/100k memories, ingest-to-searchable), :mod:`bench.inference` (embedder/reranker via Triton vs
 in-process), :mod:`bench.load` (sustained offered load), :mod:`bench.chaos` (faults lose nothing),
 :mod:`bench.serve` (recall through HTTP and MCP vs in-process; idle CPU), :mod:`bench.guard` (the
-guard on its labelled set). :mod:`bench.clients` is the HTTP/MCP load generator ``bench.serve`` runs
-as a child process.
+guard on its labelled set), :mod:`bench.updates` (version chains, conflicts and lessons on bilingual
+update scenarios). :mod:`bench.clients` is the HTTP/MCP load generator ``bench.serve`` runs as a
+child process.
 """

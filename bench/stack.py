@@ -20,6 +20,7 @@ from hindsight.settings import AllSettings
 
 if TYPE_CHECKING:
     from services.cli.embedded import Stack
+    from services.ingest.settings import IngestSettings
 
 
 @contextlib.asynccontextmanager
@@ -28,11 +29,13 @@ async def embedded(
     api_keys: Mapping[str, str],
     *,
     settings: AllSettings | None = None,
+    ingest: IngestSettings | None = None,
     **gateway: Any,
 ) -> AsyncIterator[Stack]:
     """The embedded default (:func:`services.cli.embedded.embedded_stack`) with its stores under
     ``data_dir`` and the gateway on a free loopback port accepting ``api_keys`` (key -> tenant);
-    ``gateway`` sets other :class:`GatewaySettings` fields. Stops everything at exit.
+    ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. the stages: reconcile on or off); ``gateway``
+    sets other :class:`GatewaySettings` fields. Stops everything at exit.
 
     Raises:
         ConfigurationError: a store or the broker cannot be started.
@@ -43,7 +46,7 @@ async def embedded(
     cfg = settings or AllSettings()
     cfg.runtime.data_dir = data_dir
     gw = GatewaySettings(port=0, api_keys=dict(api_keys), **gateway)
-    async with embedded_stack(cfg, gw) as stack:
+    async with embedded_stack(cfg, gw, ingest=ingest) as stack:
         yield stack
 
 

@@ -127,6 +127,12 @@ def demo(
     timeout_s: Annotated[
         float, typer.Option(help="Max seconds to wait for the pipeline to catch up.")
     ] = 1800.0,
+    wait_reconcile: Annotated[
+        bool,
+        typer.Option(
+            help="Ask only once reconcile (behind ingest) has caught up; reports its catch-up time."
+        ),
+    ] = False,
 ) -> None:
     """Publish real conversations as Kafka events, wait for lag 0, recall through the gateway, print JSON.
 
@@ -179,7 +185,14 @@ def demo(
     async def main() -> str:
         async with embedded_stack(cfg, gateway) as stack:
             result = await run_demo(
-                stack, api_key, events, questions, conversations=n_conv, top_k=top_k, timeout_s=timeout_s
+                stack,
+                api_key,
+                events,
+                questions,
+                conversations=n_conv,
+                top_k=top_k,
+                timeout_s=timeout_s,
+                wait_reconcile=wait_reconcile,
             )
             typer.echo(f"per category recall@10: {json.dumps(result.by_category)}", err=True)
             return result.line()
@@ -330,12 +343,21 @@ def chaos(
     bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+    updates: Annotated[
+        int, typer.Option(help="Users who revise a statement: their version chains are checked (0: none).")
+    ] = 6,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
     from bench.chaos import main_chaos  # noqa: PLC0415
 
     code = main_chaos(
-        events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
+        events=events,
+        kills=kills,
+        seed=seed,
+        bootstrap=bootstrap,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        updates=updates,
     )
     raise typer.Exit(code)
 
@@ -398,6 +420,14 @@ def bench_scale(ctx: typer.Context) -> None:
 def bench_guard(ctx: typer.Context) -> None:
     """Guard on the labelled bilingual set: span recall, secrets leaked, quarantine rates (--help)."""
     from bench.guard import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("updates", context_settings=_PASS_THROUGH)
+def bench_updates(ctx: typer.Context) -> None:
+    """Version chains, conflicts and lessons on 122 bilingual update scenarios (--help for options)."""
+    from bench.updates import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 

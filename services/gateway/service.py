@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from hindsight.analytics.store import RecallOwner
+from hindsight.chains import ChainEditor, Loader, ids_of, walk_chain
 from hindsight.ids import access_id, stable_id
 from hindsight.pii import redact
 from hindsight.publisher import BackgroundPublisher
@@ -50,6 +51,8 @@ from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoun
 from services.gateway.metrics import LOG_BUILD, RECALLED, observe
 from services.gateway.models import (
     Accepted,
+    ConflictPair,
+    Evidence,
     FeedbackResult,
     ForgetResult,
     HistoryResponse,
@@ -102,7 +105,8 @@ def _aware(name: str, value: datetime | None) -> None:
 
 
 def wire_memory(hit: RankedMemory) -> RecalledMemory:
-    """The response view of one recalled memory (its record, scores, rank and tokens).
+    """The response view of one recalled memory (its record, the evidence turns of a fact, scores, rank
+    and tokens).
 
     Raises:
         pydantic.ValidationError: the stored payload is not a memory record.
@@ -110,6 +114,9 @@ def wire_memory(hit: RankedMemory) -> RecalledMemory:
     return RecalledMemory.model_validate(
         {
             **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
+            "evidence": [
+                Evidence.model_validate({**payload, "id": turn_id}) for turn_id, payload in hit.evidence
+            ],
             "scores": Scores(
                 similarity=hit.similarity,
                 relevance=hit.relevance,
@@ -149,10 +156,10 @@ class RecentRecalls:
         return found[1]
 
 
-DEFAULT_RECALL_KINDS = ("turn", "fact")
-"""What recall searches unless the caller asks for other kinds: precise memories; episode summaries
-are broad and long (hundreds of tokens) and answer "what happened in that session" (ask for kind
-'episode', or use history)."""
+DEFAULT_RECALL_KINDS = ("turn", "fact", "lesson")
+"""What recall searches unless the caller asks for other kinds: precise memories (turns, the facts
+drawn from them, lessons from finished tasks); episode summaries are broad and long (hundreds of
+tokens) and answer "what happened in that session" (ask for kind 'episode', or use history)."""
 
 
 @dataclass(frozen=True)
@@ -435,6 +442,13 @@ class MemoryService:
                 truncated=result.truncated,
                 time_window=None if window is None else [window.start, window.end],
                 entities=list(result.parsed.entities),
+                conflicts=[
+                    ConflictPair(
+                        memory_ids=[c.memory_id, c.other_id],
+                        other=MemoryView.from_payload(c.other_id, c.other),
+                    )
+                    for c in result.conflicts
+                ],
             )
             served_ms = (time.perf_counter() - started) * 1000
             self._log_recall(
@@ -628,9 +642,31 @@ class MemoryService:
             raise NotFoundError(memory_id)
         return record
 
+    def _chain_loader(self, principal: Principal, user_id: str) -> Loader:
+        """Payload lookup for chain walks that sees only the caller's tenant, its readable scopes and
+        ``user_id`` (a chain never links two tenants' or users' memories; this holds even if one did)."""
+        store = self._resources.vector_store()
+        allowed = principal.allowed_scopes()
+
+        def load(ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+            return {
+                r.id: r.payload
+                for r in store.retrieve(list(ids))
+                if r.payload.get("tenant_id") == principal.tenant_id
+                and r.payload.get("user_id") == user_id
+                and (allowed is None or r.payload.get("scope") in allowed)
+            }
+
+        return load
+
     async def forget(self, principal: Principal, *, memory_id: str, hard: bool = False) -> ForgetResult:
         """Forget one of the caller's memories: soft (``status='expired'``, ``valid_to`` and
         ``expired_ts`` = now; kept for history, never recalled) or hard (deleted).
+
+        Version chains stay consistent (:meth:`hindsight.chains.ChainEditor.detach`): the newer
+        version of a forgotten one now follows the older one; forgetting the newest version makes the
+        one it replaced current again. The facts extracted from a forgotten turn and the duplicates
+        merged into it are forgotten with it (``also_forgotten``).
 
         Raises:
             NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
@@ -639,17 +675,39 @@ class MemoryService:
         with observe("forget"):
             record = await self._owned(principal, memory_id)
             store = self._resources.vector_store()
+            load = self._chain_loader(principal, str(record.payload.get("user_id")))
+
+            def plan() -> tuple[dict[str, dict[str, Any]], list[str]]:
+                editor = ChainEditor(load)
+                editor.preload({record.id: record.payload})
+                targets = [record.id]
+                for derived in ids_of(record.payload.get("derived_ids")):
+                    if editor.node(derived) is not None:
+                        targets.append(derived)
+                for target in list(targets):
+                    for duplicate in editor.detach(target):
+                        if duplicate not in targets and editor.node(duplicate) is not None:
+                            editor.detach(duplicate)
+                            targets.append(duplicate)
+                return editor.changes(), targets
+
+            changes, targets = await asyncio.to_thread(plan)
+            for changed_id, fields in changes.items():
+                await asyncio.to_thread(store.set_payload, [changed_id], fields)
+            also = targets[1:]
             if hard:
-                await asyncio.to_thread(store.delete, [record.id])
-                return ForgetResult(id=record.id, status="deleted")
-            if record.payload.get("status") != "expired":
-                now = datetime.now(UTC)
-                updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
-                await asyncio.to_thread(store.set_payload, [record.id], updates)
-            return ForgetResult(id=record.id, status="expired")
+                await asyncio.to_thread(store.delete, targets)
+                return ForgetResult(id=record.id, status="deleted", also_forgotten=also)
+            now = datetime.now(UTC)
+            updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
+            current = await asyncio.to_thread(store.retrieve, targets)
+            live = [r.id for r in current if r.payload.get("status") != "expired"]
+            if live:
+                await asyncio.to_thread(store.set_payload, live, updates)
+            return ForgetResult(id=record.id, status="expired", also_forgotten=also)
 
     async def get(self, principal: Principal, *, memory_id: str) -> MemoryDetail:
-        """One of the caller's memories and its version chain (newest first, following ``parent_id``).
+        """One of the caller's memories and its whole version chain, walked both ways, newest first.
 
         Raises:
             NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
@@ -657,18 +715,12 @@ class MemoryService:
         """
         with observe("get"):
             record = await self._owned(principal, memory_id)
-            chain = [MemoryView.from_payload(record.id, record.payload)]
-            seen = {record.id}
-            parent = record.payload.get("parent_id")
-            while parent and parent not in seen and len(chain) < MAX_CHAIN:
-                try:
-                    older = await self._owned(principal, str(parent))
-                except NotFoundError:
-                    break  # a parent hard-deleted (or never visible to this key) ends the chain
-                chain.append(MemoryView.from_payload(older.id, older.payload))
-                seen.add(older.id)
-                parent = older.payload.get("parent_id")
-            return MemoryDetail(memory=from_payload(public_view(record.payload)), chain=chain)
+            load = self._chain_loader(principal, str(record.payload.get("user_id")))
+            chain = await asyncio.to_thread(walk_chain, record.id, load, limit=MAX_CHAIN)
+            return MemoryDetail(
+                memory=from_payload(public_view(record.payload)),
+                chain=[MemoryView.from_payload(i, p) for i, p in reversed(chain)],
+            )
 
     async def history(
         self,
@@ -679,10 +731,12 @@ class MemoryService:
         types: Sequence[MemoryType] | None = None,
         include_inactive: bool = True,
         limit: int = 100,
+        memory_id: str | None = None,
     ) -> HistoryResponse:
         """The user's memories in chronological order (``created_at``), with status and version: the
         newest ``limit`` of them, oldest first. Expired and superseded ones are included unless
-        ``include_inactive`` is false.
+        ``include_inactive`` is false. With ``memory_id``: only that memory's version chain (walked
+        both ways from it), oldest first.
 
         Raises:
             InvalidRequestError: empty ``user_id``, or ``limit`` outside 1..history_max.
@@ -696,6 +750,19 @@ class MemoryService:
                     f"limit={limit!r} is out of range",
                     field="limit",
                     fix=f"use 1..{self._settings.history_max}",
+                )
+            if memory_id is not None:
+                record = await self._owned(principal, memory_id)
+                if record.payload.get("user_id") != user_id:
+                    raise NotFoundError(memory_id)
+                chain = await asyncio.to_thread(
+                    walk_chain, record.id, self._chain_loader(principal, user_id), limit=MAX_CHAIN
+                )
+                versions = [(i, p) for i, p in chain if include_inactive or p.get("status") == "active"]
+                return HistoryResponse(
+                    user_id=user_id,
+                    memories=[MemoryView.from_payload(i, p) for i, p in versions[-limit:]],
+                    truncated=len(versions) > limit,
                 )
             flt = MemoryFilter(
                 tenant_id=principal.tenant_id,
