@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
 #   scripts/setup.sh          Python environment (uv + locked dependencies) for the demo
-#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central)
-#                             and the Triton server venv (PyPI nvidia-pytriton)
+#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central),
+#                             the Triton server venv (PyPI nvidia-pytriton) and the MCP Inspector CLI (npm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,7 @@ if [ "${1:-}" = "--test" ]; then
   command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
   command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+  command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
   if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
       echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
@@ -26,5 +27,9 @@ if [ "${1:-}" = "--test" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   fi
   infra/kafka/fetch.sh
+  # the official MCP Inspector, pinned by infra/mcp-inspector/package-lock.json (interop tests)
+  if [ ! -x infra/mcp-inspector/node_modules/.bin/mcp-inspector ]; then
+    npm ci --prefix infra/mcp-inspector --no-audit --no-fund --loglevel=error
+  fi
   scripts/setup-triton.sh   # a separate venv with the tritonserver binary (nvidia-pytriton pins numpy<2)
 fi

@@ -264,12 +264,6 @@ class MemoryService:
                 ("reference_time", reference_time),
             ):
                 _aware(name, value)
-            if time_from is not None and time_to is not None and time_from >= time_to:
-                raise InvalidRequestError(
-                    "time_from is not before time_to",
-                    field="time_from",
-                    fix="send time_from earlier than time_to (the window is [time_from, time_to))",
-                )
             flt = MemoryFilter(
                 tenant_id=principal.tenant_id,
                 user_id=user_id,
