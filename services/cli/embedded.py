@@ -35,6 +35,7 @@ log = logging.getLogger("hindsight.embedded")
 
 CONSUMER_TOPICS: dict[str, list[str]] = {
     "guard": [Topic.INTERACTIONS],
+    "quarantine": [Topic.QUARANTINE],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
     "reflect": [Topic.SESSIONS],
@@ -116,7 +117,7 @@ async def embedded_stack(
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
-            guard_app.register(resources)
+            await guard_app.register(resources)
             await ingest_app.register(resources)
             await reflect_app.register(resources)
             accesslog_app.register(resources)

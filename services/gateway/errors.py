@@ -57,12 +57,35 @@ class NotFoundError(RequestError):
         )
 
 
+class ConflictError(RequestError):
+    """Wire code ``conflict`` (HTTP 409): the request contradicts the item's state."""
+
+    code = "conflict"
+
+    def __init__(self, message: str, *, field: str, fix: str) -> None:
+        super().__init__(message, field=field, fix=fix, status_code=409)
+
+
+class ItemNotFoundError(RequestError):
+    """Wire code ``not_found`` (HTTP 404) for a quarantine item; another tenant's id gives the same."""
+
+    code = "not_found"
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(
+            f"quarantine item {item_id!r} not found",
+            field="item_id",
+            fix="use an id returned by GET /v1/quarantine for this API key",
+            status_code=404,
+        )
+
+
 class ErrorDetail(BaseModel):
     """What went wrong, which field caused it and how to fix it."""
 
     code: str = Field(
         description="Wire code: invalid_request (400), invalid_encoding (400: the body is not UTF-8), "
-        "validation_error (422), unauthenticated (401), forbidden (403), not_found (404), "
+        "validation_error (422), unauthenticated (401), forbidden (403), not_found (404), conflict (409), "
         "http_error (405 and other protocol errors), unavailable (503) or internal (500)."
     )
     message: str = Field(description="Human-readable description.")
@@ -95,17 +118,6 @@ def wire_error(error: RequestError | RetryableError) -> tuple[int, ErrorBody]:
         fix="retry with backoff; check /healthz",
     )
     return 503, ErrorBody(error=detail)
-
-
-def tool_error_text(error: RequestError | RetryableError) -> str:
-    """One-line text of an MCP tool error: ``"<code>: <message> (field: <f>; fix: <fix>)"``."""
-    _, body = wire_error(error)
-    detail = body.error
-    parts = [f"field: {detail.field}"] if detail.field else []
-    if detail.fix:
-        parts.append(f"fix: {detail.fix}")
-    suffix = f" ({'; '.join(parts)})" if parts else ""
-    return f"{detail.code}: {detail.message}{suffix}"
 
 
 _FIXES = {

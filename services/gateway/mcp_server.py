@@ -50,11 +50,14 @@ from services.gateway.models import (
     ForgetRequest,
     HistoryRequest,
     MemoryRequest,
+    QuarantineItemRequest,
+    QuarantineListRequest,
     RecallRequest,
     RetainRequest,
     fields,
     finish_schema,
 )
+from services.gateway.review import ReviewService
 from services.gateway.service import MemoryService
 from services.gateway.state import GatewayState
 
@@ -88,8 +91,17 @@ FORGET = (
 HISTORY = "The user's memories in chronological order, with status (active, superseded, expired) and version."
 GET = "One memory and its version chain (newest first)."
 
+QUARANTINE_LIST = (
+    "Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and "
+    "external_ref; content is redacted."
+)
+QUARANTINE_RELEASE = (
+    "Operator tool (admin key): publish a quarantined item on through the pipeline (stored once)."
+)
+QUARANTINE_REJECT = "Operator tool (admin key): keep a quarantined item out of memory for good."
+
 GatewayContext = Context[GatewayState, Any]
-ServiceCall = Callable[[MemoryService, "Principal", BaseModel], Awaitable[BaseModel]]
+ServiceCall = Callable[[GatewayState, "Principal", BaseModel], Awaitable[BaseModel]]
 
 
 @dataclass(frozen=True)
@@ -104,23 +116,36 @@ class ToolSpec:
     annotations: ToolAnnotations
 
 
+def memory_service(state: GatewayState) -> MemoryService:
+    """The service most tools call: the gateway's :class:`MemoryService`."""
+    return state.service
+
+
+def review_service(state: GatewayState) -> ReviewService:
+    """Quarantine review over the gateway's resources."""
+    return ReviewService(state.resources)
+
+
 def tool(
     name: str,
     request: type[BaseModel],
     method: Callable[..., Awaitable[BaseModel]],
     *,
+    service: Callable[[GatewayState], Any] = memory_service,
     read_only: bool = False,
     destructive: bool = False,
     idempotent: bool = False,
     description: str | None = None,
 ) -> ToolSpec:
-    """A :class:`ToolSpec` calling ``method(service, principal, **fields(request))``.
+    """A :class:`ToolSpec` calling ``method(service(state), principal, **fields(request))``.
 
     Args:
         name: tool name (the HTTP route's operation).
         request: the operation's request model (``extra="forbid"``): the tool's parameters.
-        method: an unbound :class:`MemoryService` method taking the principal and the request's
-            fields as keywords; its return annotation (a pydantic model) is the tool's output schema.
+        method: an unbound service method taking the principal and the request's fields as
+            keywords; its return annotation (a pydantic model) is the tool's output schema.
+        service: the service instance ``method`` belongs to, from the gateway state (default
+            :func:`memory_service`).
         description: what the tool does, for the model; default: the request model's docstring.
 
     Raises:
@@ -133,8 +158,8 @@ def tool(
         raise TypeError(f"{method.__qualname__} must declare a pydantic model as its return type")
     text = description or (request.__doc__ or name).strip().split("\n\n", 1)[0]
 
-    async def call(service: MemoryService, principal: Principal, body: BaseModel) -> BaseModel:
-        return await method(service, principal, **fields(body))
+    async def call(state: GatewayState, principal: Principal, body: BaseModel) -> BaseModel:
+        return await method(service(state), principal, **fields(body))
 
     hints = ToolAnnotations(
         read_only_hint=read_only,
@@ -153,6 +178,31 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     tool("history", HistoryRequest, MemoryService.history, read_only=True, description=HISTORY),
     tool("get", MemoryRequest, MemoryService.get, read_only=True, description=GET),
+    tool(
+        "quarantine_list",
+        QuarantineListRequest,
+        ReviewService.list,
+        service=review_service,
+        read_only=True,
+        description=QUARANTINE_LIST,
+    ),
+    tool(
+        "quarantine_release",
+        QuarantineItemRequest,
+        ReviewService.release,
+        service=review_service,
+        idempotent=True,
+        description=QUARANTINE_RELEASE,
+    ),
+    tool(
+        "quarantine_reject",
+        QuarantineItemRequest,
+        ReviewService.reject,
+        service=review_service,
+        destructive=True,
+        idempotent=True,
+        description=QUARANTINE_REJECT,
+    ),
 )
 """Every MCP tool of the gateway; one line per operation."""
 
@@ -223,7 +273,7 @@ def build_tool(spec: ToolSpec, limits: dict[str, int]) -> Tool:
             return error_result(validation_detail(exc.errors(include_url=False)))
         try:
             state, principal = _caller(ctx)
-            return await spec.call(state.service, principal, body)
+            return await spec.call(state, principal, body)
         except (RequestError, RetryableError) as exc:
             return error_result(wire_error(exc)[1].error)
 
