@@ -270,8 +270,20 @@ class DeadLetter(_Event):
     partition: int = Field(description="Its partition.")
     offset: int = Field(description="Its offset.")
     key: str | None = Field(None, description="Its key (UTF-8, replacement chars if not).")
-    original_b64: str = Field(description="The original value bytes, base64 (may hold unredacted data).")
+    original_b64: str = Field(
+        description="The original value bytes, base64 (may hold unredacted data); only the first bytes "
+        "when original_truncated is set."
+    )
     first_seen_at: AwareDatetime = Field(description="When the stage first failed on it (UTC).")
+    original_size: int | None = Field(None, ge=0, description="Bytes of the whole original value.")
+    original_sha256: str | None = Field(
+        None, description="SHA-256 (hex) of the whole original value, to match it against the source."
+    )
+    original_truncated: bool = Field(
+        False,
+        description="original_b64 holds only the first bytes: the whole record would not fit in one "
+        "Kafka message as a dead letter (replay needs a fixed record).",
+    )
 
 
 QuarantineRecord.model_rebuild()

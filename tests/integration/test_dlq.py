@@ -7,6 +7,7 @@ Kafka, real Redis and chDB) and the ``hindsight dlq`` commands.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 from typer.testing import CliRunner
 
+from hindsight.consumer import DEAD_LETTER_MAX_BYTES
 from hindsight.records import from_payload
 from hindsight.stores.vector import MemoryFilter
 from schemas import InteractionEvent, Topic, partition_key
@@ -122,3 +125,75 @@ async def test_replaying_an_unfixed_dead_letter_dead_letters_it_again_and_stores
     assert {e.original for e in again} == {entry.original}
     assert replayed["to"].endswith(f"@{max(e.letter.offset for e in again)}")
     assert turn_memories(stack, user) == []
+
+
+async def _largest_accepted_value(bootstrap: str, key: bytes) -> int:
+    """The largest record value (bytes, uncompressed, with ``key``) the session's broker accepts, found
+    by bisection on a scratch topic between 1,000,000 and Kafka's default ``message.max.bytes``."""
+    topic = f"t-largest-{uuid.uuid4().hex[:8]}"
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_request_size=4 * 2**20)
+    low, high = 1_000_000, 1_048_588
+    await producer.start()
+    try:
+        while low < high:
+            mid = (low + high + 1) // 2
+            try:
+                await producer.send_and_wait(topic, b"x" * mid, key=key)
+                low = mid
+            except KafkaError:
+                high = mid - 1
+    finally:
+        await producer.stop()
+    return low
+
+
+async def test_the_largest_record_the_broker_accepts_is_dead_lettered_and_its_partition_moves_on(
+    stack: Stack,
+) -> None:
+    # issue 13, defect 3: the dead letter of a ~1 MB bad record (base64: a third larger) was refused
+    # by the producer, the failure was taken for transient and the partition was rewound for ever:
+    # nothing behind it was committed and its batch's other dead letters never reached the DLQ.
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    key = partition_key(TENANT, user)
+    largest = await _largest_accepted_value(stack.bootstrap, key)
+    before = valid_event(user).model_copy(update={"event_id": f"before-{user}"})
+    after = valid_event(user).model_copy(
+        update={"event_id": f"after-{user}", "content": "The ferry back from Hydra leaves at 17:30."}
+    )
+    huge = json.loads(before.model_dump_json()) | {"event_id": f"huge-{user}", "content": ""}
+    huge["content"] = "y" * (largest - len(json.dumps(huge).encode()))  # over the 100,000-character limit
+    value = json.dumps(huge).encode()
+    assert len(value) == largest
+    producer = AIOKafkaProducer(bootstrap_servers=stack.bootstrap, acks="all", max_request_size=4 * 2**20)
+    await producer.start()
+    try:
+        for record in (
+            before.model_dump_json().encode(),
+            value,
+            b"{not json",
+            after.model_dump_json().encode(),
+        ):
+            await producer.send_and_wait(str(Topic.INTERACTIONS), record, key=key)
+    finally:
+        await producer.stop()
+    await stack.wait_caught_up(timeout_s=240)  # before the fix: the guard group never caught up
+
+    assert sorted(turn_memories(stack, user)) == sorted([before.content, after.content])
+    letters = [e for e in await dlq.load(stack.bootstrap, stage="guard") if e.letter.key == key.decode()]
+    assert len(letters) == 2  # the batch's other dead letter arrived too
+    (big,) = [e for e in letters if e.letter.original_size == len(value)]
+    (small,) = [e for e in letters if e is not big]
+    assert big.letter.original_truncated
+    assert big.letter.original_sha256 == hashlib.sha256(value).hexdigest()
+    assert value.startswith(big.original)
+    assert len(big.original) > 500_000  # as much of the record as fits is kept
+    assert len(big.letter.model_dump_json().encode()) <= DEAD_LETTER_MAX_BYTES
+    assert "content" in big.letter.reason
+    assert small.original == b"{not json"
+    assert not small.letter.original_truncated
+
+    refused = await asyncio.to_thread(
+        CliRunner().invoke, app, ["dlq", "replay", big.id, "--bootstrap", stack.bootstrap]
+    )
+    assert refused.exit_code == 2
+    assert "--fixed" in refused.output  # a truncated record cannot be replayed as is
