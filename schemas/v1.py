@@ -145,6 +145,13 @@ class Provenance(BaseModel):
     event_ids: tuple[str, ...] = Field((), description="Interaction event ids the memory derives from.")
     external_refs: tuple[str, ...] = Field((), description="Producer references (e.g. LoCoMo dia_ids).")
     memory_ids: tuple[str, ...] = Field((), description="Memories it was derived from (episodes, facts).")
+    passage: int | None = Field(
+        None, ge=0, description="0-based passage of its source event's text, when that text was split."
+    )
+    passages: int | None = Field(None, ge=1, description="How many passages the source event's text made.")
+    span: tuple[int, int] | None = Field(
+        None, description="[start, end) character offsets of this passage in the source event's text."
+    )
 
 
 class MemoryCandidate(_Owned):

@@ -123,6 +123,8 @@ class RecalledMemory:
     rank: int = 0
     tokens: int = 0
     duplicates: tuple[str, ...] = field(default=())
+    trimmed: bool = False
+    """The content is an excerpt: the memory alone was larger than the whole token budget."""
 
 
 def rrf(*ranks: int | None, k: int = RRF_K) -> float:

@@ -350,6 +350,11 @@ class RecalledMemory(MemoryView):
     rank: int = Field(ge=1, description="1-based position in the response.")
     tokens: int = Field(0, ge=0, description="Tokens of this memory's text (counted for the budget).")
     duplicates: list[str] = Field(default_factory=list, description="Near-identical memories folded into it.")
+    trimmed: bool = Field(
+        False,
+        description="The content is an excerpt cut to the token budget (the memory alone was larger than "
+        "the budget); get the whole memory by id.",
+    )
 
 
 class RecallResponse(BaseModel):

@@ -321,6 +321,7 @@ class MemoryService:
                         "rank": hit.rank,
                         "tokens": hit.tokens,
                         "duplicates": list(hit.duplicates),
+                        "trimmed": hit.trimmed,
                     }
                 )
                 for hit in hits

@@ -5,7 +5,8 @@ Consumes ``memory.candidates.v1`` in batches. For each batch:
 1. candidates whose memory already exists (redelivery) are not rewritten: their stored state (access
    counts, status) is kept and the stored event is re-published (idempotent downstream);
 2. the rest are embedded in one call (``(n, 384)`` float32) and given BM25 sparse vectors;
-3. a candidate whose cosine similarity to an active memory of the same user and type (already stored,
+3. a candidate (other than a passage of a split text) whose cosine similarity to an active memory of
+   the same user and type (already stored,
    or earlier in this batch) exceeds 0.95 is merged: no new memory, the existing one's
    ``merged_ids`` gains the candidate id (once: redelivery does not count twice) and
    ``merged_event_ids``/``merged_refs`` its provenance (kept apart from the memory's own provenance,
@@ -142,7 +143,11 @@ class EmbedStage:
                     out.send(Topic.QUARANTINE, partition_key(c.tenant_id, c.user_id), _held(c, hold, now))
                     continue
             group = (c.tenant_id, c.user_id, c.type)
-            target = self._duplicate_of(c, vec, accepted[group])
+            # a passage of a split text is never merged away: its neighbours in the same text (a chat
+            # transcript, a long document) can be as similar as near-duplicates, yet each holds text no
+            # other memory has
+            passage = c.provenance.passages is not None
+            target = None if passage else self._duplicate_of(c, vec, accepted[group])
             if target is not None:
                 merges[target].append(c.memory_id)
                 continue

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
-from hindsight.ids import turn_memory_id
+from hindsight.ids import passage_memory_id, turn_memory_id
 from hindsight.records import compressed_candidate, memory_candidate
 from hindsight.stores.working_memory import SessionKey, WorkingItem
+from hindsight.text import features, speaker_text
+from hindsight.tokens import split_passages
 from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Topic, partition_key
 from services.ingest.write_trigger import WriteDecision, decide
 
@@ -38,7 +40,8 @@ def turn_text(event: InteractionEvent) -> str:
 
 
 def candidate_for(event: InteractionEvent, decision: WriteDecision, trust: float) -> MemoryCandidate:
-    """The turn-memory candidate of a kept interaction."""
+    """The turn-memory candidate of a kept interaction (its whole text, however long; see
+    :func:`candidates_for`)."""
     return memory_candidate(
         event,
         memory_id=turn_memory_id(event.tenant_id, event.event_id),
@@ -54,6 +57,39 @@ def candidate_for(event: InteractionEvent, decision: WriteDecision, trust: float
         external_ref=event.external_ref,
         speaker=event.speaker,
     )
+
+
+def candidates_for(event: InteractionEvent, decision: WriteDecision, trust: float) -> list[MemoryCandidate]:
+    """The memory candidates of a kept interaction: one turn memory when its text fits the embedder's
+    window (:data:`~hindsight.tokens.EMBEDDER_WINDOW`, with the ``speaker:`` prefix it is embedded
+    with), else one memory per passage (:func:`~hindsight.tokens.split_passages`), each with the
+    event's importance, its own entities and intent, and provenance naming the event, the passage and
+    its character span (defect 6 of issue 13: a 30,000-character turn was one 4,753-token memory the
+    embedder read only the start of, and that no token budget could return)."""
+    whole = candidate_for(event, decision, trust)
+    text = whole.content
+    spans = split_passages(text, prefix=speaker_text(event.speaker, ""))
+    if len(spans) <= 1:
+        return [whole]
+    out = []
+    for i, (start, end) in enumerate(spans):
+        piece = text[start:end]
+        f = features(piece)
+        out.append(
+            whole.model_copy(
+                update={
+                    "memory_id": passage_memory_id(event.tenant_id, event.event_id, i),
+                    "content": piece,
+                    "entities": f.entities,
+                    "intent": f.intent,
+                    "tags": tuple(dict.fromkeys((*whole.tags, *f.tags))),
+                    "provenance": whole.provenance.model_copy(
+                        update={"passage": i, "passages": len(spans), "span": (start, end)}
+                    ),
+                }
+            )
+        )
+    return out
 
 
 class WriteTriggerStage:
@@ -106,7 +142,12 @@ class WriteTriggerStage:
                 item,
             )
             if decision.keep:
-                out.send(Topic.CANDIDATES, key, candidate_for(event, decision, guarded.trust))
+                candidates = candidates_for(event, decision, guarded.trust)
+                await self._ledger.mark_kept(
+                    event.tenant_id, event.user_id, event.session_id, [c.memory_id for c in candidates[1:]]
+                )
+                for candidate in candidates:
+                    out.send(Topic.CANDIDATES, key, candidate)
             for old in evicted:
                 if old.importance < self._threshold:
                     await self._ledger.record(
