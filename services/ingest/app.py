@@ -11,6 +11,7 @@ from faststream import FastStream
 
 from hindsight.consistency import ConsistencyCheck, ConsistencySettings
 from hindsight.runtime import Resources, service_app
+from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.working_memory import WorkingMemory
 from schemas import Topic
@@ -25,7 +26,9 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
     if "trigger" in cfg.stages:
         redis = await resources.redis()
         working = WorkingMemory(redis, capacity=cfg.working_capacity, lam=cfg.working_lambda)
-        stage = WriteTriggerStage(working, SessionLedger(redis), threshold=cfg.keep_threshold)
+        stage = WriteTriggerStage(
+            working, SessionLedger(redis), threshold=cfg.keep_threshold, reflections=ReflectionQueue(redis)
+        )
         resources.subscribe(stage, [Topic.GUARDED], "ingest-trigger")
     if "embed" in cfg.stages:
         ledger = SessionLedger(await resources.redis())

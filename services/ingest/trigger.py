@@ -4,7 +4,8 @@ Consumes ``memory.guarded.v1``. For every guarded interaction, in partition (per
 
 1. score it with :func:`services.ingest.write_trigger.decide`;
 2. record it in the session ledger (processed events, kept memory ids) for reflection;
-3. push it into the session's working memory in Redis; every item the push evicts that was not kept
+3. reopen the session if it was reflected already (a late turn: the episode is rebuilt with it);
+   push it into the session's working memory in Redis; every item the push evicts that was not kept
    is compressed into an episodic memory candidate, never dropped;
 4. publish a :class:`~schemas.MemoryCandidate` to ``memory.candidates.v1`` if it is worth keeping.
 
@@ -14,6 +15,7 @@ changes nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +30,7 @@ from services.ingest.write_trigger import WriteDecision, decide
 
 if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
+    from hindsight.stores.reflection_queue import ReflectionQueue
     from hindsight.stores.session_ledger import SessionLedger
     from hindsight.stores.working_memory import WorkingMemory
 
@@ -92,14 +95,27 @@ def candidates_for(event: InteractionEvent, decision: WriteDecision, trust: floa
     return out
 
 
+REOPEN_DELAY_S = 2.0
+"""A late turn reopens its reflected session this many seconds later (reflection also waits until the
+turn's memory is stored): a burst of late turns is reflected once."""
+
+
 class WriteTriggerStage:
     """Write-trigger: importance and keep/skip, working memory update, memory candidates."""
 
     name = "ingest.trigger"
 
-    def __init__(self, working: WorkingMemory, ledger: SessionLedger, *, threshold: float) -> None:
+    def __init__(
+        self,
+        working: WorkingMemory,
+        ledger: SessionLedger,
+        *,
+        threshold: float,
+        reflections: ReflectionQueue | None = None,
+    ) -> None:
         self._working = working
         self._ledger = ledger
+        self._reflections = reflections
         self._threshold = threshold
 
     def parse(self, topic: str, raw: bytes) -> GuardedEvent:
@@ -126,6 +142,10 @@ class WriteTriggerStage:
                 event.event_id,
                 memory_id if decision.keep else None,
             )
+            if self._reflections is not None:  # a turn of a session reflected already: reflect again
+                await self._reflections.reopen(
+                    event.tenant_id, event.user_id, event.session_id, due=time.time() + REOPEN_DELAY_S
+                )
             item = WorkingItem(
                 id=memory_id,
                 content=turn_text(event),
