@@ -5,13 +5,16 @@ from __future__ import annotations
 from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
+from hindsight.stores.tombstones import Tombstones
 from schemas import Topic
 from services.accesslog.stage import AccessLogStage
 
 
-def register(resources: Resources) -> None:
-    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``)."""
-    resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
+async def register(resources: Resources) -> None:
+    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``); accesses of a user
+    forgotten since they were published are dropped (Redis tombstones)."""
+    stage = AccessLogStage(resources.access_log(), tombstones=Tombstones(await resources.redis()))
+    resources.subscribe(stage, [Topic.ACCESS], "accesslog")
 
 
 def create_app() -> FastStream:

@@ -24,8 +24,10 @@ from hindsight.errors import HindsightError, RequestError, RetryableError
 from hindsight.stores.vector import MemoryFilter
 from services.gateway.auth import Principal
 from services.gateway.errors import NOT_BLANK, ErrorBody, ErrorDetail, validation_detail, wire_error
+from services.gateway.forget import ForgetService
 from services.gateway.models import (
     Accepted,
+    ErasureReport,
     ForgetOptions,
     ForgetResult,
     HealthResponse,
@@ -193,6 +195,25 @@ async def reject_quarantine(item_id: ItemId, principal: Caller, request: Request
     return await ReviewService(gateway_state(request).resources).reject(principal, item_id=item_id)
 
 
+users = APIRouter(prefix="/v1/users", tags=["memory"], responses=_ERRORS)
+UserId = Annotated[str, Path(min_length=1, max_length=256, pattern=NOT_BLANK, description="The end user.")]
+
+
+@users.delete("/{user_id}", response_model=ErasureReport, summary="Forget a whole user")
+async def forget_user(user_id: UserId, principal: Caller, request: Request) -> ErasureReport:
+    """Erase every memory of the user (deleted, events tombstoned, a watermark against events still
+    in flight), its working memory and session keys in Redis and its access-log rows; answers what is
+    left in each store (nothing). Tenant-wide keys only (403 for a per-agent key)."""
+    return await ForgetService(gateway_state(request).resources).forget_user(principal, user_id=user_id)
+
+
+@users.get("/{user_id}/erasure", response_model=ErasureReport, summary="What is left of a user")
+async def erasure_report(user_id: UserId, principal: Caller, request: Request) -> ErasureReport:
+    """Counts what of the user remains in the vector store, Redis and the ClickHouse access log (all
+    0 after a complete forget). Tenant-wide keys only."""
+    return await ForgetService(gateway_state(request).resources).erasure_report(principal, user_id=user_id)
+
+
 operations = APIRouter(tags=["operations"])
 
 
@@ -308,6 +329,7 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     """Add the routers and the error handlers to ``app``."""
     app.include_router(memories)
+    app.include_router(users)
     app.include_router(review)
     app.include_router(operations)
     app.add_exception_handler(RequestError, _request_error)

@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hindsight.errors import AuthenticationError, RequestError, RetryableError
 from services.gateway.errors import ErrorBody, ErrorDetail, validation_detail, wire_error
+from services.gateway.forget import ForgetService
 from services.gateway.models import (
     CloseSessionRequest,
     ForgetRequest,
@@ -54,6 +55,7 @@ from services.gateway.models import (
     QuarantineListRequest,
     RecallRequest,
     RetainRequest,
+    UserRequest,
     fields,
     finish_schema,
 )
@@ -90,6 +92,11 @@ FORGET = (
 )
 HISTORY = "The user's memories in chronological order, with status (active, superseded, expired) and version."
 GET = "One memory and its version chain (newest first)."
+FORGET_USER = (
+    "Forget a whole user (tenant-wide key): every memory, working-memory and session key and access-log "
+    "row is erased and the user's events are tombstoned; answers what is left in each store (nothing)."
+)
+ERASURE = "What of a user is left in the vector store, Redis and the access log (tenant-wide key)."
 
 QUARANTINE_LIST = (
     "Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and "
@@ -119,6 +126,11 @@ class ToolSpec:
 def memory_service(state: GatewayState) -> MemoryService:
     """The service most tools call: the gateway's :class:`MemoryService`."""
     return state.service
+
+
+def forget_service(state: GatewayState) -> ForgetService:
+    """Whole-user erasure over the gateway's resources."""
+    return ForgetService(state.resources)
 
 
 def review_service(state: GatewayState) -> ReviewService:
@@ -178,6 +190,23 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     tool("history", HistoryRequest, MemoryService.history, read_only=True, description=HISTORY),
     tool("get", MemoryRequest, MemoryService.get, read_only=True, description=GET),
+    tool(
+        "forget_user",
+        UserRequest,
+        ForgetService.forget_user,
+        service=forget_service,
+        destructive=True,
+        idempotent=True,
+        description=FORGET_USER,
+    ),
+    tool(
+        "erasure_report",
+        UserRequest,
+        ForgetService.erasure_report,
+        service=forget_service,
+        read_only=True,
+        description=ERASURE,
+    ),
     tool(
         "quarantine_list",
         QuarantineListRequest,

@@ -377,6 +377,34 @@ class ForgetResult(BaseModel):
     status: Literal["expired", "deleted"] = Field(
         description="'expired' (soft: kept for history, never recalled) or 'deleted' (hard)."
     )
+    derived: list[str] = Field(
+        default_factory=list,
+        description="Memories derived from it (episodes, facts, lessons) rebuilt without it, or forgotten "
+        "with it when it was their only source.",
+    )
+    tombstoned_events: int = Field(
+        0, ge=0, description="Its source events, tombstoned: re-sending them does not bring it back."
+    )
+
+
+class UserRequest(_Body):
+    """One end user (``DELETE /v1/users/{user_id}``, ``GET /v1/users/{user_id}/erasure``)."""
+
+    user_id: UserIdField
+
+
+class ErasureReport(BaseModel):
+    """What is left of a user in each store (``forget_user`` erases it all; tenant-wide keys only)."""
+
+    user_id: str = Field(description="The user.")
+    complete: bool = Field(description="True when nothing of the user remains in any store below.")
+    remaining: dict[str, int] = Field(
+        description="Store -> what of the user remains: 'vector_store' (memories, any status), 'redis' "
+        "(working memory, session ledger and reflection keys), 'access_log' (ClickHouse rows)."
+    )
+    forgotten_at: AwareDatetime | None = Field(
+        None, description="When the user was forgotten: events of the user that happened before are dropped."
+    )
 
 
 class MemoryDetail(BaseModel):

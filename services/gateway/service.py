@@ -26,6 +26,7 @@ from hindsight.stores.vector import MemoryFilter, VectorRecord
 from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
 from services.gateway.auth import Principal
 from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError
+from services.gateway.forget import ForgetService
 from services.gateway.metrics import RECALLED, observe
 from services.gateway.models import (
     Accepted,
@@ -385,7 +386,9 @@ class MemoryService:
 
     async def forget(self, principal: Principal, *, memory_id: str, hard: bool = False) -> ForgetResult:
         """Forget one of the caller's memories: soft (``status='expired'``, ``valid_to`` and
-        ``expired_ts`` = now; kept for history, never recalled) or hard (deleted).
+        ``expired_ts`` = now; kept for history, never recalled) or hard (deleted). Its events are
+        tombstoned and every memory derived from it is rebuilt without it
+        (:class:`~services.gateway.forget.ForgetService`).
 
         Raises:
             NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
@@ -393,15 +396,7 @@ class MemoryService:
         """
         with observe("forget"):
             record = await self._owned(principal, memory_id)
-            store = self._resources.vector_store()
-            if hard:
-                await asyncio.to_thread(store.delete, [record.id])
-                return ForgetResult(id=record.id, status="deleted")
-            if record.payload.get("status") != "expired":
-                now = datetime.now(UTC)
-                updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
-                await asyncio.to_thread(store.set_payload, [record.id], updates)
-            return ForgetResult(id=record.id, status="expired")
+            return await ForgetService(self._resources).forget(principal, record.payload, hard=hard)
 
     async def get(self, principal: Principal, *, memory_id: str) -> MemoryDetail:
         """One of the caller's memories and its version chain (newest first, following ``parent_id``).

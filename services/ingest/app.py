@@ -13,6 +13,7 @@ from hindsight.consistency import ConsistencyCheck, ConsistencySettings
 from hindsight.runtime import Resources, service_app
 from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
+from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.working_memory import WorkingMemory
 from schemas import Topic
 from services.ingest.embed import EmbedStage
@@ -27,7 +28,11 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
         redis = await resources.redis()
         working = WorkingMemory(redis, capacity=cfg.working_capacity, lam=cfg.working_lambda)
         stage = WriteTriggerStage(
-            working, SessionLedger(redis), threshold=cfg.keep_threshold, reflections=ReflectionQueue(redis)
+            working,
+            SessionLedger(redis),
+            threshold=cfg.keep_threshold,
+            reflections=ReflectionQueue(redis),
+            tombstones=Tombstones(redis),
         )
         resources.subscribe(stage, [Topic.GUARDED], "ingest-trigger")
     if "embed" in cfg.stages:
@@ -45,6 +50,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             dedupe_cosine=cfg.dedupe_cosine,
             lexical=resources.lexical(),
             consistency=consistency,
+            tombstones=Tombstones(await resources.redis()),
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
 

@@ -2,7 +2,8 @@
 
 Consumes ``memory.guarded.v1``. For every guarded interaction, in partition (per-user) order:
 
-1. score it with :func:`services.ingest.write_trigger.decide`;
+1. drop it (nothing written anywhere) when its event is tombstoned: it was forgotten;
+   score it with :func:`services.ingest.write_trigger.decide`;
 2. record it in the session ledger (processed events, kept memory ids) for reflection;
 3. reopen the session if it was reflected already (a late turn: the episode is rebuilt with it);
    push it into the session's working memory in Redis; every item the push evicts that was not kept
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.ids import passage_memory_id, turn_memory_id
 from hindsight.records import compressed_candidate, memory_candidate
+from hindsight.stores.tombstones import buried_in
 from hindsight.stores.working_memory import SessionKey, WorkingItem
 from hindsight.text import features, speaker_text
 from hindsight.tokens import split_passages
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
     from hindsight.stores.reflection_queue import ReflectionQueue
     from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.tombstones import Tombstones
     from hindsight.stores.working_memory import WorkingMemory
 
 
@@ -112,10 +115,12 @@ class WriteTriggerStage:
         *,
         threshold: float,
         reflections: ReflectionQueue | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self._working = working
         self._ledger = ledger
         self._reflections = reflections
+        self._tombstones = tombstones
         self._threshold = threshold
 
     def parse(self, topic: str, raw: bytes) -> GuardedEvent:
@@ -130,9 +135,18 @@ class WriteTriggerStage:
         Raises:
             StoreUnavailableError: Redis failed (the batch is retried; nothing is committed).
         """
+        forgotten = await buried_in(
+            self._tombstones,
+            (
+                (e.tenant_id, e.user_id, e.event_id, e.occurred_at)
+                for e in (env.event.interaction for env in batch)
+            ),
+        )
         for env in batch:
             guarded = env.event
             event = guarded.interaction
+            if event.event_id in forgotten:  # forgotten: a replay must not bring it back (nor any key)
+                continue
             decision = decide(turn_text(event), event.source, threshold=self._threshold)
             memory_id = turn_memory_id(event.tenant_id, event.event_id)
             ordinal = await self._ledger.record(

@@ -7,6 +7,7 @@ from faststream import FastStream
 from hindsight.runtime import Resources, service_app
 from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
+from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.working_memory import WorkingMemory
 from schemas import Topic
 from services.reflect.settings import ReflectSettings
@@ -26,6 +27,7 @@ async def register(resources: Resources, settings: ReflectSettings | None = None
         cfg,
         queue=ReflectionQueue(redis),
         lexical=resources.lexical(),
+        tombstones=Tombstones(redis),
     )
 
     async def sweep_parked_closes() -> None:

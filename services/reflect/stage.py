@@ -34,6 +34,7 @@ from hindsight.records import (
     to_payload,
     with_merged_provenance,
 )
+from hindsight.stores.tombstones import buried_in
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
 from schemas import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
     from hindsight.stores.reflection_queue import ReflectionQueue
     from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.tombstones import Tombstones
     from hindsight.stores.vector import VectorStore
     from hindsight.stores.working_memory import WorkingMemory
     from services.reflect.settings import ReflectSettings
@@ -89,7 +91,9 @@ class ReflectStage:
         *,
         queue: ReflectionQueue,
         lexical: LexicalEncoder | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
+        self._tombstones = tombstones
         self._store = store
         self._lexical = lexical
         self._embedder = embedder
@@ -265,9 +269,13 @@ class ReflectStage:
         """Working-memory items never kept as memories: compressed into episodic memory on close
         (DESIGN.md section 2: pushed out of working memory, never just dropped)."""
         accounted = stored_turns | await self._ledger.stored(close.tenant_id, close.user_id, close.session_id)
+        items = await self._working.items(session)
+        forgotten = await buried_in(
+            self._tombstones, ((close.tenant_id, close.user_id, i.event_id, i.created_at) for i in items)
+        )
         out = []
-        for item in await self._working.items(session):
-            if item.id in accounted:
+        for item in items:
+            if item.id in accounted or item.event_id in forgotten:
                 continue
             # confidence 0.5: nothing vouched for an item that was never judged worth keeping
             candidate = compressed_candidate(item, close, 0.5)

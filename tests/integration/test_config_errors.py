@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.unit, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 REPO = Path(__file__).resolve().parents[2]
 HINDSIGHT = [sys.executable, "-c", "from services.cli.main import main; main()"]
