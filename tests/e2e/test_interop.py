@@ -93,6 +93,7 @@ def embedded_default(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embed
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+        process.stdout.close()
 
 
 def _inspector(embedded: Embedded, *args: str) -> tuple[int, dict[str, Any]]:
@@ -206,7 +207,9 @@ async def test_python_sdk_client_gets_the_same_answers_as_http(embedded_default:
     async with (
         asyncio.timeout(CALL_TIMEOUT_S),
         _sdk_client(embedded_default) as client,
-        httpx.AsyncClient(base_url=embedded_default.url, headers={"X-API-Key": KEY}) as http,
+        httpx.AsyncClient(
+            base_url=embedded_default.url, headers={"X-API-Key": KEY}, timeout=CALL_TIMEOUT_S
+        ) as http,
     ):
         over_mcp = await client.call_tool("recall", arguments)
         over_http = (await http.post("/v1/recall", json=arguments)).json()

@@ -390,8 +390,8 @@ async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(ga
             "/v1/memories", params={"user_id": "u-forget", "include_inactive": "false"}
         )
         gone = await client.get(f"/v1/memories/{hard.id}")
-    assert forgot.json() == {"id": soft.id, "status": "expired"}
-    assert deleted.json() == {"id": hard.id, "status": "deleted"}
+    assert forgot.json() == {"id": soft.id, "status": "expired", "derived": [], "tombstoned_events": 1}
+    assert deleted.json() == {"id": hard.id, "status": "deleted", "derived": [], "tombstoned_events": 1}
     assert soft.id not in _ids(after.json())
     assert hard.id not in _ids(after.json())
     assert keep.id in _ids(after.json())
