@@ -228,6 +228,7 @@ async def test_python_sdk_client_gets_the_same_answers_as_http(embedded_default:
     assert json.loads(naive_text)["error"]["field"] == "reference_time"
 
 
+@pytest.mark.timeout(1_100)
 def test_schemathesis_finds_no_failure_in_the_http_api(embedded_default: Embedded, tmp_path: Path) -> None:
     """Every check (server errors, status codes, response schemas, schema-valid data accepted and
     schema-invalid data refused, Allow headers ...) over a bounded number of examples per operation."""
@@ -241,7 +242,9 @@ def test_schemathesis_finds_no_failure_in_the_http_api(embedded_default: Embedde
             "--checks",
             "all",
             "--max-examples",
-            os.environ.get("HINDSIGHT_TEST_SCHEMATHESIS_EXAMPLES", "25"),
+            os.environ.get("HINDSIGHT_TEST_SCHEMATHESIS_EXAMPLES", "10"),
+            "--phases",
+            "examples,coverage,fuzzing",
             "--seed",
             "13",
             "--workers",
@@ -255,7 +258,7 @@ def test_schemathesis_finds_no_failure_in_the_http_api(embedded_default: Embedde
         ],
         capture_output=True,
         text=True,
-        timeout=480,
+        timeout=1_000,
         check=False,
         cwd=tmp_path,
     )
