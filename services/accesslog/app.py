@@ -1,4 +1,5 @@
-"""Access-log service app: ``faststream run services.accesslog.app:create_app --factory``."""
+"""ClickHouse sinks (access log, analytics):
+``faststream run services.accesslog.app:create_app --factory``."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ from faststream import FastStream
 from hindsight.runtime import Resources, service_app
 from hindsight.stores.tombstones import Tombstones
 from schemas import Topic
+from services.accesslog.analytics import TOPICS, AnalyticsStage
 from services.accesslog.stage import AccessLogStage
 
 
 async def register(resources: Resources) -> None:
-    """Subscribe the sink to ``memory.access.v1`` (group ``<prefix>-accesslog``); accesses of a user
-    forgotten since they were published are dropped (Redis tombstones)."""
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
+    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``); accesses of
+    a user forgotten since they were published are dropped (Redis tombstones)."""
     stage = AccessLogStage(resources.access_log(), tombstones=Tombstones(await resources.redis()))
     resources.subscribe(stage, [Topic.ACCESS], "accesslog")
+    resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
 
 
 def create_app() -> FastStream:

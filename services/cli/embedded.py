@@ -40,6 +40,7 @@ CONSUMER_TOPICS: dict[str, list[str]] = {
     "ingest-embed": [Topic.CANDIDATES],
     "reflect": [Topic.SESSIONS],
     "accesslog": [Topic.ACCESS],
+    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES],
 }
 """Consumer group suffix -> topics it consumes (what "caught up" means)."""
 
@@ -116,6 +117,8 @@ async def embedded_stack(
     with embedded_broker(cfg) as bootstrap:
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
+            resources.bootstrap = bootstrap
+            resources.stage_topics = {name: tuple(topics) for name, topics in CONSUMER_TOPICS.items()}
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             await guard_app.register(resources)
             await ingest_app.register(resources)

@@ -28,6 +28,10 @@ dlq_app = typer.Typer(
 app.add_typer(dlq_app, name="dlq")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (scripts that print JSON, not timed tests).")
 app.add_typer(bench_app, name="bench")
+tune_app = typer.Typer(
+    help="Fit the similarity floor, decay, expiry and keep thresholds from ClickHouse (DESIGN.md s10)."
+)
+app.add_typer(tune_app, name="tune")
 
 DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 log = logging.getLogger("hindsight.cli")
@@ -331,6 +335,22 @@ def bench_recall(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@bench_app.command("tune", context_settings=_PASS_THROUGH)
+def bench_tune(ctx: typer.Context) -> None:
+    """Tuner vs known answers: synthetic population and LoCoMo replay, default vs tuned (--help)."""
+    from bench.tune import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("console", context_settings=_PASS_THROUGH)
+def bench_console(ctx: typer.Context) -> None:
+    """Console page render times for a user with 10,000 memories (--help for options)."""
+    from bench.console import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("scale", context_settings=_PASS_THROUGH)
 def bench_scale(ctx: typer.Context) -> None:
     """Recall latency at 10k/100k memories and ingest-to-searchable latency (--help for options)."""
@@ -351,5 +371,112 @@ def bench_guard(ctx: typer.Context) -> None:
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
     from bench.inference import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@tune_app.callback(invoke_without_command=True)
+def tune(
+    ctx: typer.Context,
+    *,
+    data_dir: Annotated[Path | None, typer.Option(help="Local stores (embedded chDB, tuned file).")] = None,
+    dsn: Annotated[
+        str | None, typer.Option(help="ClickHouse DSN (default HINDSIGHT_CLICKHOUSE_DSN).")
+    ] = None,
+    database: Annotated[str | None, typer.Option(help="Database of the analytics tables.")] = None,
+    tenant: Annotated[str | None, typer.Option(help="Fit on one tenant only.")] = None,
+    signal: Annotated[
+        str, typer.Option(help="What counts as a use: 'feedback' (labelled used) or 'access' (returned).")
+    ] = "feedback",
+    clock: Annotated[
+        str, typer.Option(help="'wall' (recalled_at) or 'reference' (reference_time: replayed histories).")
+    ] = "wall",
+    target_recall: Annotated[float, typer.Option(help="Share of used memories the floor keeps.")] = 0.95,
+    max_regret: Annotated[float, typer.Option(help="Share of later-used memories expiry may expire.")] = 0.0,
+    keep_recall: Annotated[
+        float, typer.Option(help="Share of used memories the keep threshold keeps.")
+    ] = 0.99,
+    plots: Annotated[Path | None, typer.Option(help="Folder for the PNG plots.")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Fit and plot, but write no settings file.")] = False,
+) -> None:
+    """Fit from ClickHouse; print a table (stderr) and JSON (stdout); write plots and tuned settings."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from services.cli.tune import main_tune  # noqa: PLC0415
+
+    if signal not in ("feedback", "access") or clock not in ("wall", "reference"):
+        raise _fail(ValueError("--signal is 'feedback' or 'access'; --clock is 'wall' or 'reference'"))
+    raise typer.Exit(
+        main_tune(
+            data_dir=data_dir,
+            dsn=dsn,
+            database=database,
+            tenant=tenant,
+            signal=signal,  # type: ignore[arg-type]
+            clock=clock,  # type: ignore[arg-type]
+            target_recall=target_recall,
+            max_regret=max_regret,
+            keep_recall=keep_recall,
+            plots=plots,
+            dry_run=dry_run,
+        )
+    )
+
+
+@tune_app.command("rollback")
+def tune_rollback(
+    data_dir: Annotated[Path | None, typer.Option(help="Where the tuned file lives.")] = None,
+) -> None:
+    """Write a new tuned-settings version with the previous version's values."""
+    from hindsight.tuning import settings_file  # noqa: PLC0415
+
+    cfg = _settings(data_dir, None)
+    path = settings_file.TuningSettings().path(cfg.runtime.data_dir)
+    try:
+        doc = settings_file.rollback(path)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    typer.echo(json.dumps(doc.model_dump(mode="json")))
+
+
+@tune_app.command("show")
+def tune_show(
+    data_dir: Annotated[Path | None, typer.Option(help="Where the tuned file lives.")] = None,
+) -> None:
+    """Print the current tuned-settings version (JSON)."""
+    from hindsight.tuning import settings_file  # noqa: PLC0415
+
+    cfg = _settings(data_dir, None)
+    path = settings_file.TuningSettings().path(cfg.runtime.data_dir)
+    try:
+        doc = settings_file.load(path)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    if doc is None:
+        raise _fail(ConfigurationError(f"no tuned settings at {path}: run `hindsight tune` first"))
+    typer.echo(json.dumps(doc.model_dump(mode="json")))
+
+
+@tune_app.command("sql")
+def tune_sql(
+    out: Annotated[Path, typer.Option(help="Where to write the script.")] = Path(
+        "infra/clickhouse/schema.sql"
+    ),
+    database: Annotated[str, typer.Option(help="Database name in the script.")] = "hindsight",
+) -> None:
+    """Write every ClickHouse migration and view as one SQL script (infra/clickhouse/schema.sql)."""
+    from hindsight.analytics.queries import views  # noqa: PLC0415
+    from hindsight.analytics.schema import SchemaNames, render_all  # noqa: PLC0415
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_all(SchemaNames(database), views), encoding="utf-8")
+    typer.echo(str(out))
+
+
+@bench_app.command("judge", context_settings=_PASS_THROUGH)
+def bench_judge(ctx: typer.Context) -> None:
+    """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
+    false supersede on look-alikes, ms per pair (--help for options)."""
+    from bench.judge import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))

@@ -31,7 +31,7 @@ from hindsight.errors import AuthenticationError, ConfigurationError
 from hindsight.observability import configure_logging
 from hindsight.runtime import make_broker, open_resources
 from hindsight.settings import AllSettings, exit_on_config_error
-from services.gateway import http
+from services.gateway import console, http
 from services.gateway.auth import ApiKeys
 from services.gateway.errors import wire_error
 from services.gateway.mcp_server import build_mcp_server
@@ -75,7 +75,9 @@ class RequireApiKey:
 
 
 def gateway_state(resources: Resources, settings: GatewaySettings) -> GatewayState:
-    """The state both transports share, over open ``resources``."""
+    """The state both transports share, over open ``resources``; a tuned similarity floor is applied
+    from the tuned-settings file unless the environment sets one."""
+    resources.apply_tuned("gateway", settings)
     return GatewayState(
         service=MemoryService(resources, settings),
         keys=ApiKeys(settings.keys()),
@@ -133,6 +135,7 @@ def _assemble(
 
     app.openapi = openapi  # type: ignore[method-assign]
     http.install(app)
+    console.install(app)
     app.router.routes.append(
         Route(MCP_PATH, endpoint=RequireApiKey(mcp_app, ApiKeys(settings.keys())), include_in_schema=False)
     )
@@ -220,6 +223,7 @@ async def run_stdio() -> None:
         await broker.connect()
         try:
             await _warm_up(resources)
+            resources.apply_tuned("gateway", gateway)
             state = GatewayState(
                 service=MemoryService(resources, gateway),
                 keys=keys,

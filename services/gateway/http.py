@@ -28,6 +28,8 @@ from services.gateway.forget import ForgetService
 from services.gateway.models import (
     Accepted,
     ErasureReport,
+    FeedbackRequest,
+    FeedbackResult,
     ForgetOptions,
     ForgetResult,
     HealthResponse,
@@ -145,6 +147,26 @@ async def recall(body: RecallRequest, principal: Caller, request: Request) -> Re
 
 
 @memories.post(
+    "/recall/{query_id}/feedback",
+    response_model=FeedbackResult,
+    responses={404: {"model": ErrorBody, "description": "No such recall for this key's tenant (not_found)."}},
+    summary="Say which recalled memories were used",
+)
+async def recall_feedback(
+    query_id: Annotated[
+        str, Path(min_length=1, max_length=64, description="query_id of the recall response.")
+    ],
+    body: FeedbackRequest,
+    principal: Caller,
+    request: Request,
+) -> FeedbackResult:
+    """Label the memories a recall returned: ``used`` (and optionally ``unused``, ``wrong``,
+    ``outdated``); stored in ClickHouse for tuning, one label per (query, memory), so repeating the
+    call changes nothing. Returned memories not listed count as unused."""
+    return await gateway_state(request).service.feedback(principal, query_id=query_id, **fields(body))
+
+
+@memories.post(
     "/sessions/{session_id}/close",
     status_code=202,
     response_model=Accepted,
@@ -242,12 +264,14 @@ async def _check_vector_store(state: GatewayState) -> str:
     summary="Health (no auth)",
 )
 async def healthz(request: Request) -> JSONResponse:
-    """200 when Kafka answers a metadata request and the vector store a count; else 503."""
+    """200 when Kafka answers a metadata request and the vector store a count; else 503. ``tuned``
+    lists the tuned-settings version and values each service of this process loaded at start-up."""
     state = gateway_state(request)
     broker, vectors = await asyncio.gather(_check_broker(state), _check_vector_store(state))
     checks = {"kafka": broker, "vector_store": vectors}
     healthy = all(value == "ok" for value in checks.values())
-    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks)
+    tuned = {name: applied.as_dict() for name, applied in state.resources.tuned.items()}
+    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks, tuned=tuned)
     return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
 
 

@@ -48,6 +48,7 @@ from services.gateway.errors import ErrorBody, ErrorDetail, validation_detail, w
 from services.gateway.forget import ForgetService
 from services.gateway.models import (
     CloseSessionRequest,
+    FeedbackToolRequest,
     ForgetRequest,
     HistoryRequest,
     MemoryRequest,
@@ -70,8 +71,8 @@ INSTRUCTIONS = (
     "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
     "known about the user (each memory comes with its scores and provenance); call `retain` for "
     "each turn or fact worth remembering (it is filtered and stored asynchronously); call `reflect` "
-    "when a session or task ends; `forget` removes a memory; `history` lists a user's memories over "
-    "time; `get` shows one memory and its version chain."
+    "when a session or task ends; `feedback` says which recalled memories were used; `forget` removes "
+    "a memory; `history` lists a user's memories over time; `get` shows one memory and its version chain."
 )
 
 RETAIN = (
@@ -85,6 +86,10 @@ RECALL = (
 REFLECT = (
     "Close a session or task: its turns are consolidated into an episode and recurring patterns "
     "abstracted into facts, asynchronously."
+)
+FEEDBACK = (
+    "Say which memories a recall returned were used (and which were unused, wrong or outdated), so "
+    "thresholds and decay can be tuned from real usage; repeating it changes nothing."
 )
 FORGET = (
     "Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted), the "
@@ -185,6 +190,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     tool("retain", RetainRequest, MemoryService.retain, idempotent=True, description=RETAIN),
     tool("recall", RecallRequest, MemoryService.recall, read_only=True, description=RECALL),
     tool("reflect", CloseSessionRequest, MemoryService.reflect, description=REFLECT),
+    tool("feedback", FeedbackToolRequest, MemoryService.feedback, idempotent=True, description=FEEDBACK),
     tool(
         "forget", ForgetRequest, MemoryService.forget, destructive=True, idempotent=True, description=FORGET
     ),

@@ -370,6 +370,45 @@ class RecallResponse(BaseModel):
     entities: list[str] = Field(default_factory=list, description="Entities found in the query.")
 
 
+class FeedbackRequest(_Body):
+    """Which memories a recall returned the agent actually used (DESIGN.md section 10). Each id must be
+    one the recall returned; one label per memory. Returned memories left out count as unused."""
+
+    used: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories the agent used."
+    )
+    unused: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories it did not use."
+    )
+    wrong: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Ids of returned memories that were false or off-topic.",
+    )
+    outdated: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories that are no longer true."
+    )
+
+
+QueryIdField = Annotated[
+    str, Field(min_length=1, max_length=64, description="query_id of the recall response.")
+]
+
+
+class FeedbackToolRequest(FeedbackRequest):
+    """``feedback`` over MCP: the recall's query id and the body of
+    ``POST /v1/recall/{query_id}/feedback``."""
+
+    query_id: QueryIdField
+
+
+class FeedbackResult(BaseModel):
+    """Feedback recorded: one label per (query, memory); sending it again changes nothing."""
+
+    query_id: str = Field(description="The recall.")
+    labels: dict[str, str] = Field(description="Memory id -> label recorded (used, unused, wrong, outdated).")
+
+
 class ForgetResult(BaseModel):
     """A memory was forgotten."""
 
@@ -429,6 +468,10 @@ class HealthResponse(BaseModel):
 
     status: Literal["ok", "unavailable"] = Field(description="'ok' when every check passed.")
     checks: dict[str, str] = Field(description="Check name -> 'ok' or the failure.")
+    tuned: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Tuned settings each service of this process loaded at start-up (version, values, file).",
+    )
 
 
 class QuarantineListRequest(_Body):

@@ -11,25 +11,41 @@ memory. Store calls are synchronous, so they run in worker threads.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hindsight.ids import access_id
+from hindsight.analytics.store import RecallOwner
+from hindsight.ids import access_id, stable_id
 from hindsight.pii import redact
-from hindsight.recall import RecallParams, recall
+from hindsight.recall import RecallParams, RecallResult, recall
+from hindsight.recall.rank import RecalledMemory as RankedMemory
+from hindsight.recall.trace import trace
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
-from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
+from schemas import (
+    AccessEvent,
+    InteractionEvent,
+    RecallCandidate,
+    RecallFeedbackEvent,
+    RecallLogEvent,
+    SessionClosedEvent,
+    Topic,
+    partition_key,
+)
+from schemas.v1 import FeedbackLabel
 from services.gateway.auth import Principal
-from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError
+from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError, RecallNotFoundError
 from services.gateway.forget import ForgetService
-from services.gateway.metrics import RECALLED, observe
+from services.gateway.metrics import LOG_BUILD, RECALLED, observe
 from services.gateway.models import (
     Accepted,
+    FeedbackResult,
     ForgetResult,
     HistoryResponse,
     MemoryDetail,
@@ -79,6 +95,51 @@ def _aware(name: str, value: datetime | None) -> None:
         )
 
 
+def _recalled(hit: RankedMemory) -> RecalledMemory:
+    """The response view of one recalled memory (its record, scores, rank and tokens)."""
+    return RecalledMemory.model_validate(
+        {
+            **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
+            "scores": Scores(
+                similarity=hit.similarity,
+                relevance=hit.relevance,
+                dense_rank=hit.dense_rank,
+                lexical_rank=hit.lexical_rank,
+                rerank=hit.rerank_score,
+                time_weight=hit.time_weight,
+                in_time_window=hit.in_time_window,
+                final=hit.final_score,
+            ),
+            "rank": hit.rank,
+            "tokens": hit.tokens,
+            "duplicates": list(hit.duplicates),
+            "trimmed": hit.trimmed,
+        }
+    )
+
+
+class RecentRecalls:
+    """The last ``size`` recalls of this process (query id -> tenant, user, returned ids), so feedback
+    right after a recall is checked without waiting for its log to reach ClickHouse. Bounded (LRU)."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._items: OrderedDict[str, tuple[str, RecallOwner]] = OrderedDict()
+
+    def add(self, tenant_id: str, query_id: str, user_id: str, returned: Sequence[str]) -> None:
+        """Remember one recall."""
+        self._items[query_id] = (tenant_id, RecallOwner(user_id, frozenset(returned)))
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def get(self, tenant_id: str, query_id: str) -> RecallOwner | None:
+        """The recall, if this process ran it for ``tenant_id`` (another tenant's id: ``None``)."""
+        found = self._items.get(query_id)
+        if found is None or found[0] != tenant_id:
+            return None
+        return found[1]
+
+
 DEFAULT_RECALL_KINDS = ("turn", "fact")
 """What recall searches unless the caller asks for other kinds: precise memories; episode summaries
 are broad and long (hundreds of tokens) and answer "what happened in that session" (ask for kind
@@ -96,6 +157,7 @@ class MemoryService:
     def __init__(self, resources: Resources, settings: GatewaySettings) -> None:
         self._resources = resources
         self._settings = settings
+        self._recent = RecentRecalls()
 
     # -- scopes ---------------------------------------------------------------------------------
 
@@ -227,6 +289,65 @@ class MemoryService:
         *,
         query: str,
         user_id: str,
+        **options: Any,
+    ) -> RecallResponse:
+        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
+        scores that explain each. Publishes one access event per returned memory and one
+        :class:`~schemas.RecallLogEvent` (every candidate, its scores and outcome, latency per step,
+        the redacted query) for tuning; ``options`` are those of :meth:`run_recall`.
+
+        Raises:
+            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            ForbiddenError: a per-agent key asked for another agent's scope.
+            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
+        """
+        with observe("recall"):
+            started = time.perf_counter()
+            result, params = await self.run_recall(principal, query=query, user_id=user_id, **options)
+            query_id = str(uuid.uuid4())
+            memories = [_recalled(hit) for hit in result.memories]
+            window = result.parsed.window
+            response = RecallResponse(
+                query_id=query_id,
+                memories=memories,
+                tokens=result.tokens,
+                truncated=result.truncated,
+                time_window=None if window is None else [window.start, window.end],
+                entities=list(result.parsed.entities),
+            )
+            served_ms = (time.perf_counter() - started) * 1000
+            await self._log_recall(
+                principal,
+                query_id=query_id,
+                query=query,
+                user_id=user_id,
+                memories=memories,
+                result=result,
+                params=params,
+                served_ms=served_ms,
+            )
+            RECALLED.inc(len(memories))
+            return response
+
+    async def explain(
+        self, principal: Principal, *, query: str, user_id: str, **options: Any
+    ) -> tuple[RecallResult, RecallParams, list[RecallCandidate]]:
+        """What :meth:`recall` would do for this query, with every candidate's scores and outcome
+        (:func:`hindsight.recall.trace.trace`), without logging an access: the console's "why".
+
+        Raises:
+            The errors of :meth:`recall`.
+        """
+        with observe("explain"):
+            result, params = await self.run_recall(principal, query=query, user_id=user_id, **options)
+            return result, params, trace(result)
+
+    async def run_recall(
+        self,
+        principal: Principal,
+        *,
+        query: str,
+        user_id: str,
         top_k: int | None = None,
         types: Sequence[MemoryType] | None = None,
         kinds: Sequence[str] | None = None,
@@ -242,113 +363,99 @@ class MemoryService:
         token_budget: int | None = None,
         rerank: bool | None = None,
         recency: Literal["auto", "on", "off"] = "auto",
-    ) -> RecallResponse:
-        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
-        scores that explain each; publishes one access event per returned memory (flushed first).
+    ) -> tuple[RecallResult, RecallParams]:
+        """Validate the request and run the recall pipeline under the caller's tenant; nothing is
+        logged here (:meth:`recall` logs, :meth:`explain` does not).
 
         Raises:
             InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
             ForbiddenError: a per-agent key asked for another agent's scope.
-            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
+            StoreUnavailableError / ModelUnavailableError: the store or embedder failed.
         """
-        with observe("recall"):
-            if not query or not query.strip():
-                raise InvalidRequestError(
-                    "query is empty", field="query", fix="send the question to recall memories for"
-                )
-            if not user_id or not user_id.strip():
-                raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
-            k = self._top_k(top_k)
-            for name, value in (
-                ("time_from", time_from),
-                ("time_to", time_to),
-                ("reference_time", reference_time),
-            ):
-                _aware(name, value)
-            flt = MemoryFilter(
-                tenant_id=principal.tenant_id,
-                user_id=user_id,
-                scopes=self._read_scopes(principal, scopes),
-                types=types,
-                kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
-                statuses=("active", "superseded") if include_superseded else ("active",),
-                tags_any=tags_any,
-                tags_exclude=tags_exclude,
-                created_from=time_from,
-                created_to=time_to,
+        if not query or not query.strip():
+            raise InvalidRequestError(
+                "query is empty", field="query", fix="send the question to recall memories for"
             )
-            use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
-            params = RecallParams(
-                top_k=k,
-                candidates=max(self._settings.candidates, k),
-                similarity_floor=self._settings.similarity_floor,
-                time_mode=self._settings.time_mode,
-                order=order,
-                rerank=use_rerank,
-                rerank_top_n=self._resources.settings.reranker.top_n,
-                token_budget=token_budget or self._settings.token_budget,
-                recency=recency,
+        if not user_id or not user_id.strip():
+            raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
+        k = self._top_k(top_k)
+        for name, value in (
+            ("time_from", time_from),
+            ("time_to", time_to),
+            ("reference_time", reference_time),
+        ):
+            _aware(name, value)
+        if time_from is not None and time_to is not None and time_from >= time_to:
+            raise InvalidRequestError(
+                "time_from is not before time_to",
+                field="time_from",
+                fix="send time_from earlier than time_to (the window is [time_from, time_to))",
             )
-            try:
-                result = await recall(
-                    query,
-                    flt,
-                    store=self._resources.vector_store(),
-                    embedder=self._resources.embedder(),
-                    lexical=self._resources.lexical(),
-                    reranker=self._resources.reranker() if use_rerank else None,
-                    params=params,
-                    reference_time=reference_time,
-                    time_zone=time_zone,
-                )
-            except ValueError as exc:  # unknown time zone (the message names it)
-                raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
-            hits = result.memories
-            query_id = str(uuid.uuid4())
-            memories = [
-                RecalledMemory.model_validate(
-                    {
-                        **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
-                        "scores": Scores(
-                            similarity=hit.similarity,
-                            relevance=hit.relevance,
-                            dense_rank=hit.dense_rank,
-                            lexical_rank=hit.lexical_rank,
-                            rerank=hit.rerank_score,
-                            time_weight=hit.time_weight,
-                            in_time_window=hit.in_time_window,
-                            final=hit.final_score,
-                        ),
-                        "rank": hit.rank,
-                        "tokens": hit.tokens,
-                        "duplicates": list(hit.duplicates),
-                        "trimmed": hit.trimmed,
-                    }
-                )
-                for hit in hits
-            ]
-            await self._publish_access(principal, query_id, query, memories)
-            RECALLED.inc(len(memories))
-            window = result.parsed.window
-            return RecallResponse(
-                query_id=query_id,
-                memories=memories,
-                tokens=result.tokens,
-                truncated=result.truncated,
-                time_window=None if window is None else [window.start, window.end],
-                entities=list(result.parsed.entities),
+        flt = MemoryFilter(
+            tenant_id=principal.tenant_id,
+            user_id=user_id,
+            scopes=self._read_scopes(principal, scopes),
+            types=types,
+            kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
+            statuses=("active", "superseded") if include_superseded else ("active",),
+            tags_any=tags_any,
+            tags_exclude=tags_exclude,
+            created_from=time_from,
+            created_to=time_to,
+        )
+        use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
+        params = RecallParams(
+            top_k=k,
+            candidates=max(self._settings.candidates, k),
+            similarity_floor=self._settings.similarity_floor,
+            time_mode=self._settings.time_mode,
+            order=order,
+            rerank=use_rerank,
+            rerank_top_n=self._resources.settings.reranker.top_n,
+            token_budget=token_budget or self._settings.token_budget,
+            recency=recency,
+        )
+        try:
+            result = await recall(
+                query,
+                flt,
+                store=self._resources.vector_store(),
+                embedder=self._resources.embedder(),
+                lexical=self._resources.lexical(),
+                reranker=self._resources.reranker() if use_rerank else None,
+                params=params,
+                reference_time=reference_time,
+                time_zone=time_zone,
             )
+        except ValueError as exc:  # unknown time zone (the message names it)
+            raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
+        return result, params
 
-    async def _publish_access(
-        self, principal: Principal, query_id: str, query: str, memories: Sequence[RecalledMemory]
+    async def _log_recall(
+        self,
+        principal: Principal,
+        *,
+        query_id: str,
+        query: str,
+        user_id: str,
+        memories: Sequence[RecalledMemory],
+        result: RecallResult,
+        params: RecallParams,
+        served_ms: float,
     ) -> None:
-        """One :class:`~schemas.AccessEvent` per returned memory, flushed (acknowledged) before return."""
-        if not memories:
-            return
+        """Publish one :class:`~schemas.AccessEvent` per returned memory and the
+        :class:`~schemas.RecallLogEvent` of the whole recall, flushed (acknowledged) before return.
+
+        Built after the response (the candidates' trace costs ~0.1 ms per 10 candidates, measured by
+        ``hindsight_recall_log_build_seconds``); the query is redacted first (DESIGN.md s6: nothing
+        unredacted reaches ClickHouse).
+        """
+        built = time.perf_counter()
         now = datetime.now(UTC)
         agent = self._agent(principal, None)
         publisher = self._resources.publisher()
-        safe_query = redact(query).text  # DESIGN.md s6: nothing unredacted reaches the access log
+        safe_query = redact(query).text
+        key = partition_key(principal.tenant_id, user_id)
         for memory in memories:
             event = AccessEvent(
                 access_id=access_id(query_id, memory.id),
@@ -366,7 +473,111 @@ class MemoryService:
                 accessed_at=now,
             )
             publisher.send(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
+        window = result.parsed.window
+        log_event = RecallLogEvent(
+            query_id=query_id,
+            tenant_id=principal.tenant_id,
+            user_id=user_id,
+            agent_id=agent,
+            query_text=safe_query,
+            intent=result.parsed.intent,
+            entities=tuple(e for e in result.parsed.entities if e in safe_query),
+            window_start=None if window is None else window.start,
+            window_end=None if window is None else window.end,
+            wants_recent=result.parsed.wants_recent,
+            top_k=params.top_k,
+            similarity_floor=params.similarity_floor,
+            time_mode=params.time_mode,
+            order=params.order,
+            rerank=params.rerank,
+            token_budget=params.token_budget,
+            tokens=result.tokens,
+            truncated=result.truncated,
+            candidates=tuple(trace(result)),
+            timings_ms={**result.timings_ms, "served": served_ms},
+            reference_time=result.reference_time or now,
+            recalled_at=now,
+        )
+        publisher.send(Topic.RECALLS, key, log_event)
+        self._recent.add(principal.tenant_id, query_id, user_id, [m.id for m in memories])
+        LOG_BUILD.observe(time.perf_counter() - built)
         await publisher.flush()
+
+    async def feedback(
+        self,
+        principal: Principal,
+        *,
+        query_id: str,
+        used: Sequence[str] = (),
+        unused: Sequence[str] = (),
+        wrong: Sequence[str] = (),
+        outdated: Sequence[str] = (),
+    ) -> FeedbackResult:
+        """Record which memories recall ``query_id`` returned were used (and which were unused, wrong
+        or outdated) as labels in ClickHouse, one per (query, memory): sending the same feedback
+        again changes nothing, a later label for the same memory replaces the earlier one. Returned
+        memories a recall with feedback does not label count as unused for tuning.
+
+        Raises:
+            RecallNotFoundError: no recall ``query_id`` for this key's tenant (another tenant's query id
+                gives the same answer), or its log has not reached ClickHouse yet.
+            InvalidRequestError: no id at all, an id in two lists, or an id the recall did not return.
+            StoreUnavailableError: ClickHouse or Kafka failed.
+        """
+        with observe("feedback"):
+            labels: dict[str, FeedbackLabel] = {}
+            for name, ids in (("used", used), ("unused", unused), ("wrong", wrong), ("outdated", outdated)):
+                for memory_id in ids:
+                    if labels.get(memory_id, name) != name:
+                        raise InvalidRequestError(
+                            f"memory {memory_id!r} is in both {labels[memory_id]!r} and {name!r}",
+                            field=name,
+                            fix="give each memory one label",
+                        )
+                    labels[memory_id] = name  # type: ignore[assignment]
+            if not labels:
+                raise InvalidRequestError(
+                    "no memory ids given",
+                    field="used",
+                    fix="list the ids of the returned memories the agent used (and optionally unused, "
+                    "wrong, outdated)",
+                )
+            owner = self._recent.get(principal.tenant_id, query_id)
+            if owner is None:
+                owner = await asyncio.to_thread(
+                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
+                )
+            if owner is None:
+                raise RecallNotFoundError(query_id)
+            stray = sorted(set(labels) - owner.returned)
+            if stray:
+                field = labels[stray[0]]
+                raise InvalidRequestError(
+                    f"recall {query_id} did not return {stray[:5]}",
+                    field=field,
+                    fix="label only memories this recall returned (the ids in its response)",
+                )
+            now = datetime.now(UTC)
+            agent = self._agent(principal, None)
+            publisher = self._resources.publisher()
+            key = partition_key(principal.tenant_id, owner.user_id)
+            for memory_id, label in labels.items():
+                publisher.send(
+                    Topic.FEEDBACK,
+                    key,
+                    RecallFeedbackEvent(
+                        feedback_id=stable_id("feedback", principal.tenant_id, query_id, memory_id),
+                        query_id=query_id,
+                        tenant_id=principal.tenant_id,
+                        user_id=owner.user_id,
+                        agent_id=agent,
+                        memory_id=memory_id,
+                        label=label,
+                        given_at=now,
+                    ),
+                )
+            await publisher.flush()
+            return FeedbackResult(query_id=query_id, labels=labels)
 
     async def _owned(self, principal: Principal, memory_id: str) -> VectorRecord:
         """The caller's memory ``memory_id``; another tenant's (or scope's) memory is "not found"."""

@@ -73,6 +73,7 @@ class GatewaySettings(BaseSettings):
                 raise ConfigurationError(
                     "HINDSIGHT_GATEWAY_API_KEYS must be set in production mode (KEY=TENANT[:AGENT],...)"
                 )
+            # the developer on a laptop is also the operator: the dev key opens the console
             self.api_keys = {DEV_KEY: Principal(tenant_id="default", role="admin")}
         if not self.api_keys:
             raise ConfigurationError(

@@ -22,8 +22,10 @@ from services.ingest.trigger import WriteTriggerStage
 
 
 async def register(resources: Resources, settings: IngestSettings | None = None) -> None:
-    """Subscribe the write-trigger and/or embed stage (groups ``<prefix>-ingest-trigger``/``-embed``)."""
+    """Subscribe the write-trigger and/or embed stage (groups ``<prefix>-ingest-trigger``/``-embed``);
+    a tuned keep threshold is applied from the tuned-settings file unless the environment sets one."""
     cfg = settings or IngestSettings()
+    resources.apply_tuned("ingest", cfg)
     if "trigger" in cfg.stages:
         redis = await resources.redis()
         working = WorkingMemory(redis, capacity=cfg.working_capacity, lam=cfg.working_lambda)
