@@ -29,6 +29,7 @@ from urllib.parse import quote, unquote
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, WatchError
+from redis.typing import EncodableT, FieldT
 
 from hindsight.errors import StoreUnavailableError
 
@@ -293,14 +294,14 @@ class WorkingMemory:
                     try:
                         await pipe.watch(pushes_key)
                         records: dict[Any, Any] = await pipe.hgetall(pushes_key)
-                        rewrites: dict[str, str] = {}
+                        rewrites: dict[FieldT, EncodableT] = {}
                         for field, value in records.items():
                             evicted = [WorkingItem.model_validate(b) for b in json.loads(_decode(value))]
                             kept = [item for item in evicted if item.id not in forget]
                             if len(kept) != len(evicted):
                                 body = ",".join(item.model_dump_json() for item in kept)
                                 rewrites[_decode(field)] = f"[{body}]"
-                        pipe.multi()
+                        pipe.multi()  # type: ignore[no-untyped-call]
                         pipe.hdel(items_key, *forget)
                         pipe.zrem(rank_key, *forget)
                         if rewrites:
