@@ -7,7 +7,9 @@ compress it into working-memory leftovers. Forgetting a whole user leaves a wate
 that user that happened before it (``occurred_at``) is dropped wherever it still is in flight.
 
 Keys: ``<prefix>:{<tenant>}:events`` (set of event ids), ``<prefix>:{<tenant>}:users`` (hash: user ->
-forgotten-at epoch seconds). Tombstones hold ids only, never content, and are kept for good.
+forgotten-at epoch seconds), ``<prefix>:{<tenant>}:user:<user>`` (set: the event ids of a forgotten
+user, so an erasure report can still look for them in stores keyed by event). Tombstones hold ids
+only, never content, and are kept for good.
 """
 
 from __future__ import annotations
@@ -55,6 +57,50 @@ class Tombstones:
             await self._redis.sadd(self._events(tenant_id), *ids)
         except RedisError as exc:
             raise StoreUnavailableError(f"tombstone write failed: {exc}") from exc
+
+    def _user_events(self, tenant_id: str, user_id: str) -> str:
+        return f"{self._prefix}:{{{quote(tenant_id, safe='')}}}:user:{quote(user_id, safe='')}"
+
+    async def bury_user_events(self, tenant_id: str, user_id: str, event_ids: Iterable[str]) -> None:
+        """Tombstone these events and remember them as ``user_id``'s (see :meth:`user_events`).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        ids = sorted(set(event_ids))
+        if not ids:
+            return
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.sadd(self._events(tenant_id), *ids)
+                pipe.sadd(self._user_events(tenant_id, user_id), *ids)
+                await pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailableError(f"tombstone write failed: {exc}") from exc
+
+    async def user_events(self, tenant_id: str, user_id: str) -> set[str]:
+        """The event ids tombstoned as ``user_id``'s by :meth:`bury_user_events`.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        try:
+            raw = await self._redis.smembers(self._user_events(tenant_id, user_id))
+        except RedisError as exc:
+            raise StoreUnavailableError(f"tombstone read failed: {exc}") from exc
+        return {r.decode() if isinstance(r, bytes) else str(r) for r in raw}
+
+    async def watermark(self, tenant_id: str, user_id: str) -> float | None:
+        """When ``user_id`` was forgotten (epoch seconds), or None.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        try:
+            raw = await self._redis.hget(self._users(tenant_id), user_id)
+        except RedisError as exc:
+            raise StoreUnavailableError(f"tombstone read failed: {exc}") from exc
+        return None if raw is None else float(raw)
 
     async def bury_user(self, tenant_id: str, user_id: str, at: datetime) -> None:
         """Tombstone every event of ``user_id`` that happened before ``at`` (tz-aware). Idempotent: the
