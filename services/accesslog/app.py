@@ -14,11 +14,14 @@ from services.accesslog.stage import AccessLogStage
 
 async def register(resources: Resources) -> None:
     """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``); accesses of
-    a user forgotten since they were published are dropped (Redis tombstones)."""
-    stage = AccessLogStage(resources.access_log(), tombstones=Tombstones(await resources.redis()))
-    resources.subscribe(stage, [Topic.ACCESS], "accesslog")
-    resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
+    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``); rows of a
+    user forgotten since their event was published are dropped (Redis tombstones)."""
+    tombstones = Tombstones(await resources.redis())
+    resources.subscribe(
+        AccessLogStage(resources.access_log(), tombstones=tombstones), [Topic.ACCESS], "accesslog"
+    )
+    analytics = AnalyticsStage(resources.analytics(), tombstones=tombstones)
+    resources.subscribe(analytics, list(TOPICS), "analytics")
 
 
 def create_app() -> FastStream:
