@@ -7,11 +7,14 @@
   is stored again with the forgotten text redacted and the forgotten ids out of its provenance, or
   forgotten with it when it was its only source; an episode's session is also reopened, so
   reflection rebuilds it from its remaining turns.
+  The forgotten turns also leave the working memory of their sessions at once (not only when the
+  session closes).
 - :meth:`ForgetService.forget_user`: every memory of the user is deleted, its events tombstoned and
   a watermark set (events of the user that happened before it are dropped wherever they are still in
-  flight), its Redis keys (working memory, session ledger, reflection queue) and its ClickHouse
-  access-log rows deleted; the answer is :meth:`ForgetService.erasure_report`, which counts what is
-  left in each store.
+  flight, the guard and every sink included), its Redis keys (working memory, session ledger,
+  reflection queue, the guard's claim verdicts and entries) and its ClickHouse rows (access log,
+  quarantine, recall log and candidates, feedback, memory inventory) deleted; the answer is
+  :meth:`ForgetService.erasure_report`, which counts what is left in each store.
 """
 
 from __future__ import annotations
@@ -24,14 +27,19 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from hindsight.forgetting import Forgotten, derived_from, without
+from hindsight.ids import turn_memory_id
 from hindsight.records import from_payload, to_payload, with_merged_provenance
 from hindsight.stores.reflection_queue import ReflectionQueue, session_member
 from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.vector import MemoryFilter, VectorRecord
+from hindsight.stores.working_memory import WorkingMemory
 from services.gateway.errors import ForbiddenError
 from services.gateway.models import ErasureReport, ForgetResult
+from services.guard import claims
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from hindsight.runtime import Resources
     from schemas import Memory
     from services.gateway.auth import Principal
@@ -79,6 +87,7 @@ class ForgetService:
         forgotten = Forgotten.of([own], extra_events=memory.provenance.event_ids)
         await Tombstones(redis).bury(own.tenant_id, forgotten.event_ids)
         await self._drop([own.id], hard=hard)
+        await self._forget_working(redis, own.tenant_id, own.user_id, forgotten)
         user = MemoryFilter(tenant_id=own.tenant_id, user_id=own.user_id, statuses=None)
         changed: list[str] = []
         for _ in range(MAX_ROUNDS):
@@ -101,6 +110,15 @@ class ForgetService:
             derived=changed,
             tombstoned_events=len(forgotten.event_ids),
         )
+
+    @staticmethod
+    async def _forget_working(redis: Redis, tenant_id: str, user_id: str, forgotten: Forgotten) -> None:
+        """Take the forgotten turns (by memory id, and the turn of every forgotten event) out of the
+        working memory of every session of the user that holds any."""
+        items = sorted(forgotten.memory_ids | {turn_memory_id(tenant_id, e) for e in forgotten.event_ids})
+        working = WorkingMemory(redis)
+        for session in await working.sessions(tenant_id, user_id):
+            await working.forget(session, items)
 
     async def _drop(self, ids: list[str], *, hard: bool) -> None:
         store = self._resources.vector_store()
@@ -159,19 +177,28 @@ class ForgetService:
         """Erase every trace of ``user_id`` in the caller's tenant; returns what is left (nothing,
         unless a store failed part-way: call again).
 
+        Order: the watermark first (from then on the user's in-flight events are dropped by the
+        guard, ingest, reflection and every sink), then the user's event ids are gathered (memory
+        provenance, session ledgers, working memory, quarantine) and tombstoned as the user's, then
+        each store is erased.
+
         Raises:
             ForbiddenError: a per-agent key (forgetting a user is tenant-wide).
             StoreUnavailableError: a store failed (the erasure is idempotent: call again).
         """
         self._tenant_wide(principal)
         tenant = principal.tenant_id
-        redis = await self._resources.redis()
+        resources = self._resources
+        redis = await resources.redis()
         tombstones = Tombstones(redis)
         now = datetime.now(UTC)
         await tombstones.bury_user(tenant, user_id, now)
         user = MemoryFilter(tenant_id=tenant, user_id=user_id, statuses=None)
         memories = await asyncio.to_thread(self._scroll, user)
-        await tombstones.bury(tenant, {e for m in memories for e in m.provenance.event_ids})
+        quarantined, _ = await asyncio.to_thread(resources.quarantine().user_events, tenant, user_id)
+        events = {e for m in memories for e in m.provenance.event_ids} | quarantined
+        events |= await self._redis_events(redis, tenant, user_id)
+        await tombstones.bury_user_events(tenant, user_id, events)
         for start in range(0, len(memories), _PAGE):
             await self._drop([m.id for m in memories[start : start + _PAGE]], hard=True)
         for pattern in _redis_patterns(tenant, user_id):
@@ -179,13 +206,35 @@ class ForgetService:
             if keys:
                 await redis.delete(*keys)
         await ReflectionQueue(redis).forget_user(tenant, user_id)
-        access_log = self._resources.access_log()
-        await asyncio.to_thread(access_log.erase_user, tenant, user_id)
+        every_event = await tombstones.user_events(tenant, user_id)  # this erasure's and any earlier one's
+        await claims.erase_events(redis, self._guard_prefix, tenant, every_event)
+        await asyncio.to_thread(resources.access_log().erase_user, tenant, user_id)
+        await asyncio.to_thread(resources.quarantine().erase_user, tenant, user_id)
+        await asyncio.to_thread(resources.analytics().erase_user, tenant, user_id)
         report = await self.erasure_report(principal, user_id=user_id)
         return report.model_copy(update={"forgotten_at": now})
 
+    @property
+    def _guard_prefix(self) -> str:
+        return claims.key_prefix(self._resources.settings.kafka.group_prefix)
+
+    @staticmethod
+    async def _redis_events(redis: Redis, tenant_id: str, user_id: str) -> set[str]:
+        """Event ids the user's session ledgers and working memory name."""
+        events: set[str] = set()
+        for pattern in _redis_patterns(tenant_id, user_id)[1:2]:  # the session ledgers
+            async for key in redis.scan_iter(match=pattern, count=500):
+                name = key.decode() if isinstance(key, bytes) else key
+                if name.endswith(":events"):
+                    events |= {k.decode() if isinstance(k, bytes) else k for k in await redis.hkeys(key)}
+        working = WorkingMemory(redis)
+        for session in await working.sessions(tenant_id, user_id):
+            events |= {item.event_id for item in await working.items(session)}
+        return events
+
     async def erasure_report(self, principal: Principal, *, user_id: str) -> ErasureReport:
-        """What of ``user_id`` is left in the vector store, Redis and the ClickHouse access log.
+        """What of ``user_id`` is left in the vector store, Redis (the user's keys, and the guard's
+        entries for the user's events), the ClickHouse access log, quarantine and analytics tables.
 
         Raises:
             ForbiddenError: a per-agent key.
@@ -193,15 +242,28 @@ class ForgetService:
         """
         self._tenant_wide(principal)
         tenant = principal.tenant_id
-        redis = await self._resources.redis()
+        resources = self._resources
+        redis = await resources.redis()
         user = MemoryFilter(tenant_id=tenant, user_id=user_id, statuses=None)
-        points = await asyncio.to_thread(self._resources.vector_store().count, user)
+        memories = await asyncio.to_thread(self._scroll, user)
         keys = 0
         for pattern in _redis_patterns(tenant, user_id):
             keys += len([key async for key in redis.scan_iter(match=pattern, count=500)])
         keys += await ReflectionQueue(redis).parked_of_user(tenant, user_id)
-        rows = await asyncio.to_thread(self._resources.access_log().user_rows, tenant, user_id)
-        remaining = {"vector_store": int(points), "redis": keys, "access_log": rows}
+        quarantined, quarantine_rows = await asyncio.to_thread(
+            resources.quarantine().user_events, tenant, user_id
+        )
+        events = {e for m in memories for e in m.provenance.event_ids} | quarantined
+        events |= await self._redis_events(redis, tenant, user_id)
+        events |= await Tombstones(redis).user_events(tenant, user_id)
+        remaining = {
+            "vector_store": len(memories),
+            "redis": keys,
+            "guard_claims": await claims.held_events(redis, self._guard_prefix, tenant, events),
+            "access_log": await asyncio.to_thread(resources.access_log().user_rows, tenant, user_id),
+            "quarantine": quarantine_rows,
+            "analytics": await asyncio.to_thread(resources.analytics().user_rows, tenant, user_id),
+        }
         return ErasureReport(user_id=user_id, complete=not any(remaining.values()), remaining=remaining)
 
 
