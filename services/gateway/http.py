@@ -139,7 +139,19 @@ async def forget(
     return await gateway_state(request).service.forget(principal, memory_id=memory_id, **fields(options))
 
 
-@memories.post("/recall", response_model=RecallResponse, summary="Recall memories")
+@memories.post(
+    "/recall",
+    response_model=RecallResponse,
+    responses={
+        400: {
+            "model": ErrorBody,
+            "description": "Invalid field value (code invalid_request): top_k above the configured "
+            "maximum, or time_from not before time_to (field time_from); or a body that is not "
+            "UTF-8 (code invalid_encoding).",
+        }
+    },
+    summary="Recall memories",
+)
 async def recall(body: RecallRequest, principal: Caller, request: Request) -> RecallResponse:
     """The memories most relevant to the query, each with its scores and provenance; one access event
     per returned memory is published to ``memory.access.v1``."""

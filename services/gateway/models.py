@@ -177,8 +177,9 @@ class Accepted(BaseModel):
 
 
 class RecallRequest(_Body):
-    """A recall query (DESIGN.md section 5). The time window is ``[time_from, time_to)``: a window that
-    ends before it starts is empty and matches no memory."""
+    """A recall query (DESIGN.md section 5). The time window is ``[time_from, time_to)``: when both are
+    sent, ``time_from`` must be before ``time_to`` (else 400 ``invalid_request`` naming ``time_from``;
+    JSON Schema cannot state a rule between two fields, so the server checks it)."""
 
     query: str = Field(
         min_length=1,
@@ -204,9 +205,11 @@ class RecallRequest(_Body):
     )
     tags_any: list[str] | None = Field(None, description="Only memories with at least one of these tags.")
     tags_exclude: list[str] | None = Field(None, description="Never memories with any of these tags.")
-    time_from: AwareDatetime | None = Field(None, description="Only memories created at or after this time.")
+    time_from: AwareDatetime | None = Field(
+        None, description="Only memories created at or after this time; before time_to when both are sent."
+    )
     time_to: AwareDatetime | None = Field(
-        None, description="Only memories created before this time (not after time_from: nothing matches)."
+        None, description="Only memories created before this time; after time_from when both are sent."
     )
     reference_time: AwareDatetime | None = Field(
         None, description="'Now' for time weighting (ages are measured to it); default the current time."

@@ -525,6 +525,15 @@ class MemoryService:
             StoreUnavailableError: ClickHouse or Kafka failed.
         """
         with observe("feedback"):
+            # the recall first: a request for no recall of this tenant is 404 whatever its body (the
+            # rules below span several lists, which the request's JSON schema cannot state)
+            owner = self._recent.get(principal.tenant_id, query_id)
+            if owner is None:
+                owner = await asyncio.to_thread(
+                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
+                )
+            if owner is None:
+                raise RecallNotFoundError(query_id)
             labels: dict[str, FeedbackLabel] = {}
             for name, ids in (("used", used), ("unused", unused), ("wrong", wrong), ("outdated", outdated)):
                 for memory_id in ids:
@@ -542,13 +551,6 @@ class MemoryService:
                     fix="list the ids of the returned memories the agent used (and optionally unused, "
                     "wrong, outdated)",
                 )
-            owner = self._recent.get(principal.tenant_id, query_id)
-            if owner is None:
-                owner = await asyncio.to_thread(
-                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
-                )
-            if owner is None:
-                raise RecallNotFoundError(query_id)
             stray = sorted(set(labels) - owner.returned)
             if stray:
                 field = labels[stray[0]]

@@ -368,28 +368,47 @@ async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gat
     assert empty.json()["error"]["fix"] == "send a 'query' with at least one non-whitespace character"
 
 
-async def test_an_unknown_time_zone_is_refused_even_without_a_time_word_and_a_reversed_window_is_empty(
+async def test_an_unknown_time_zone_is_refused_even_without_a_time_word_and_a_reversed_window_too(
     gateway: Gateway,
 ) -> None:
     base = {"query": "seats", "user_id": USER}
     async with gateway.client(KEY_A) as client:
         mars = await client.post("/v1/recall", json={**base, "time_zone": "Mars/Olympus"})
         blank = await client.post("/v1/recall", json={**base, "time_zone": ""})
-        window = await client.post(
+        reversed_window = await client.post(
             "/v1/recall",
             json={**base, "time_from": "2026-02-01T00:00:00Z", "time_to": "2026-01-01T00:00:00Z"},
         )
+        empty_window = await client.post(
+            "/v1/recall",
+            json={**base, "time_from": "2026-02-01T08:00:00+08:00", "time_to": "2026-02-01T00:00:00Z"},
+        )
+        window = await client.post(
+            "/v1/recall",
+            json={**base, "time_from": "2026-01-01T00:00:00Z", "time_to": "2026-02-01T00:00:00Z"},
+        )
         shanghai = await client.post("/v1/recall", json={**base, "time_zone": "Asia/Shanghai"})
+        spec = (await client.get("/openapi.json")).json()
     assert mars.status_code == 422, mars.text
     assert mars.json()["error"]["field"] == "time_zone"
     assert "Mars/Olympus" in mars.json()["error"]["message"]
     assert blank.status_code == 422
     assert blank.json()["error"]["field"] == "time_zone"
-    # a window that ends before it starts is empty (JSON Schema cannot state "time_from < time_to", so
-    # the server must not refuse what its own OpenAPI document allows)
+    # a window that ends before (or where) it starts is a mistake: 400 naming time_from with the fix;
+    # JSON Schema cannot state "time_from < time_to", so the OpenAPI document says it in words
+    for resp in (reversed_window, empty_window):
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["error"]["code"] == "invalid_request"
+        assert resp.json()["error"]["field"] == "time_from"
+        assert "earlier than time_to" in resp.json()["error"]["fix"]
     assert window.status_code == 200, window.text
-    assert window.json()["memories"] == []
     assert shanghai.status_code == 200
+    recall = spec["paths"]["/v1/recall"]["post"]
+    assert "time_from not before time_to" in recall["responses"]["400"]["description"]
+    assert (
+        "before time_to"
+        in spec["components"]["schemas"]["RecallRequest"]["properties"]["time_from"]["description"]
+    )
 
 
 async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(gateway: Gateway) -> None:
@@ -794,11 +813,16 @@ async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isol
         stray = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [gateway.seeded.b_allergy]})
         twice = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [ids[0]], "wrong": [ids[0]]})
         empty = await client_a.post(f"/v1/recall/{qid}/feedback", json={})
+        # schema-valid bodies for no recall of this tenant are 404, whatever the cross-list rules say
+        empty_unknown = await client_a.post(f"/v1/recall/{uuid.uuid4()}/feedback", json={})
+        twice_unknown = await client_a.post(
+            f"/v1/recall/{uuid.uuid4()}/feedback", json={"used": ["0"], "wrong": ["0"]}
+        )
         typo = await client_a.post(f"/v1/recall/{qid}/feedback", json={"usde": [ids[0]]})
     assert first.status_code == 200, first.text
     assert first.json() == {"query_id": qid, "labels": {ids[0]: "used", ids[1]: "outdated"}}
     assert again.json() == first.json()
-    for resp in (foreign, unknown):
+    for resp in (foreign, unknown, empty_unknown, twice_unknown):
         assert resp.status_code == 404, resp.text
         assert resp.json()["error"]["field"] == "query_id"
     assert stray.status_code == 400
