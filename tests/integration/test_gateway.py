@@ -632,6 +632,12 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         assert "1..15" in too_many["fix"]
         not_int = _error(await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": "x"}))
         assert (not_int["code"], not_int["field"]) == ("validation_error", "top_k")
+        window = {"time_from": "2026-02-01T00:00:00Z", "time_to": "2026-01-01T00:00:00Z"}
+        reversed_window = _error(
+            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, **window})
+        )  # the same 400 as over HTTP, not an empty answer
+        assert (reversed_window["code"], reversed_window["field"]) == ("invalid_request", "time_from")
+        assert "earlier than time_to" in reversed_window["fix"]
         foreign = _error(await client_b.call_tool("forget", {"memory_id": seeded.a_diet}))
         assert (foreign["code"], foreign["field"]) == ("not_found", "memory_id")
 
