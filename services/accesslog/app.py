@@ -13,13 +13,14 @@ from services.accesslog.stage import AccessLogStage
 
 
 async def register(resources: Resources) -> None:
-    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``); rows of a
-    user forgotten since their event was published are dropped (Redis tombstones)."""
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``, at most
+    one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``) and the analytics sink to recalls,
+    feedback and stored memories (group ``<prefix>-analytics``); rows of a user forgotten since their
+    event was published are dropped (Redis tombstones)."""
     tombstones = Tombstones(await resources.redis())
-    resources.subscribe(
-        AccessLogStage(resources.access_log(), tombstones=tombstones), [Topic.ACCESS], "accesslog"
-    )
+    interval = resources.settings.clickhouse.access_log_interval_s
+    stage = AccessLogStage(resources.access_log(), tombstones=tombstones)
+    resources.subscribe(stage, [Topic.ACCESS], "accesslog", min_interval_s=interval)
     analytics = AnalyticsStage(resources.analytics(), tombstones=tombstones)
     resources.subscribe(analytics, list(TOPICS), "analytics")
 

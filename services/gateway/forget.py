@@ -38,6 +38,8 @@ from services.gateway.models import ErasureReport, ForgetResult
 from services.guard import claims
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from redis.asyncio import Redis
 
     from hindsight.runtime import Resources
@@ -74,8 +76,17 @@ class ForgetService:
             if offset is None:
                 return out
 
-    async def forget(self, principal: Principal, payload: dict[str, Any], *, hard: bool) -> ForgetResult:
-        """Forget the memory of ``payload`` (already checked to be the caller's) and its derivations.
+    async def forget(
+        self,
+        principal: Principal,
+        payload: dict[str, Any],
+        *,
+        hard: bool,
+        also: Sequence[dict[str, Any]] = (),
+    ) -> ForgetResult:
+        """Forget the memory of ``payload`` (already checked to be the caller's) and its derivations;
+        ``also`` are payloads forgotten with it (the facts extracted from it and the duplicates merged
+        into it, reported as ``also_forgotten``).
 
         Raises:
             StoreUnavailableError / ModelUnavailableError: a store or the embedder failed (forgetting
@@ -84,9 +95,10 @@ class ForgetService:
         memory = with_merged_provenance(payload)
         own = from_payload(payload)
         redis = await self._resources.redis()
-        forgotten = Forgotten.of([own], extra_events=memory.provenance.event_ids)
+        with_it = [from_payload(p) for p in also if p.get("id") != own.id]
+        forgotten = Forgotten.of([own, *with_it], extra_events=memory.provenance.event_ids)
         await Tombstones(redis).bury(own.tenant_id, forgotten.event_ids)
-        await self._drop([own.id], hard=hard)
+        await self._drop([own.id, *(m.id for m in with_it)], hard=hard)
         await self._forget_working(redis, own.tenant_id, own.user_id, forgotten)
         user = MemoryFilter(tenant_id=own.tenant_id, user_id=own.user_id, statuses=None)
         changed: list[str] = []
@@ -109,6 +121,7 @@ class ForgetService:
             status="deleted" if hard else "expired",
             derived=changed,
             tombstoned_events=len(forgotten.event_ids),
+            also_forgotten=[m.id for m in with_it],
         )
 
     @staticmethod
@@ -127,7 +140,11 @@ class ForgetService:
             return
         now = datetime.now(UTC)
         updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
-        await asyncio.to_thread(store.set_payload, ids, updates)
+        live = [
+            r.id for r in await asyncio.to_thread(store.retrieve, ids) if r.payload.get("status") != "expired"
+        ]
+        if live:  # an already expired memory keeps when it expired
+            await asyncio.to_thread(store.set_payload, live, updates)
 
     async def _rebuild(
         self, derived: list[Memory], forgotten: Forgotten, *, hard: bool, queue: ReflectionQueue

@@ -114,7 +114,8 @@ async def retain(body: RetainRequest, principal: Caller, request: Request) -> Ac
 async def history(
     query: Annotated[HistoryRequest, Query()], principal: Caller, request: Request
 ) -> HistoryResponse:
-    """The user's memories in chronological order with status and version (expired ones included)."""
+    """The user's memories in chronological order with status and version (expired and superseded
+    ones included), or one memory's version chain."""
     return await gateway_state(request).service.history(principal, **fields(query))
 
 
@@ -122,7 +123,7 @@ async def history(
     "/memories/{memory_id}", response_model=MemoryDetail, responses=_NOT_FOUND, summary="One memory"
 )
 async def get_memory(memory_id: MemoryId, principal: Caller, request: Request) -> MemoryDetail:
-    """The memory and its version chain (newest first)."""
+    """The memory and its whole version chain, walked both ways (newest first)."""
     return await gateway_state(request).service.get(principal, memory_id=memory_id)
 
 

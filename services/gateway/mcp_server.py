@@ -72,7 +72,8 @@ INSTRUCTIONS = (
     "known about the user (each memory comes with its scores and provenance); call `retain` for "
     "each turn or fact worth remembering (it is filtered and stored asynchronously); call `reflect` "
     "when a session or task ends; `feedback` says which recalled memories were used; `forget` removes "
-    "a memory; `history` lists a user's memories over time; `get` shows one memory and its version chain."
+    "a memory; `history` lists a user's memories over time; `get` shows one memory with its version "
+    "chain (what replaced it, what it replaced)."
 )
 
 RETAIN = (
@@ -95,13 +96,23 @@ FORGET = (
     "Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted), the "
     "memories derived from it are rebuilt without it, and re-sending its events does not bring it back."
 )
-HISTORY = "The user's memories in chronological order, with status (active, superseded, expired) and version."
-GET = "One memory and its version chain (newest first)."
-FORGET_USER = (
-    "Forget a whole user (tenant-wide key): every memory, working-memory and session key and access-log "
-    "row is erased and the user's events are tombstoned; answers what is left in each store (nothing)."
+HISTORY = (
+    "The user's memories in chronological order, with status (active, superseded, expired) and "
+    "version; or, with memory_id, that memory's version chain."
 )
-ERASURE = "What of a user is left in the vector store, Redis and the access log (tenant-wide key)."
+GET = (
+    "One memory and its whole version chain, walked both ways (newest first): which statement replaced "
+    "it, and which ones it replaced."
+)
+FORGET_USER = (
+    "Forget a whole user (tenant-wide key): every memory, working-memory, session and guard claim key, "
+    "access-log, quarantine and analytics row is erased and the user's events are tombstoned; answers "
+    "what is left in each store (nothing)."
+)
+ERASURE = (
+    "What of a user is left in each store (tenant-wide key): vector store, Redis, the guard's claim "
+    "counters, access log, quarantine and analytics tables."
+)
 
 QUARANTINE_LIST = (
     "Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and "
