@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
@@ -60,7 +61,13 @@ from tenacity import (
     wait_exponential,
 )
 
-from hindsight.errors import BackpressureError, DeadLetterError, NotReadyError, RetryableError
+from hindsight.errors import (
+    BackpressureError,
+    DeadLetterError,
+    NotReadyError,
+    OutputRefusedError,
+    RetryableError,
+)
 from schemas import DeadLetter, Topic
 
 if TYPE_CHECKING:
@@ -158,18 +165,57 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def dead_letter(stage: str, rejection: Rejection) -> DeadLetter:
-    """The DLQ event for ``rejection`` (original bytes base64-encoded)."""
-    return DeadLetter(
+DEAD_LETTER_MAX_BYTES = 900_000
+"""Most bytes of a dead letter's JSON value: under Kafka's default ``message.max.bytes`` (1,048,588)
+and the producer's ``max_request_size`` (1,048,576), with room for the record's key, headers and
+batch framing. The largest record a broker accepts becomes, base64-encoded, a third larger than
+that: its dead letter keeps the first bytes (``original_truncated``) with the size and SHA-256."""
+MINIMAL_DEAD_LETTER_BYTES = 16_384
+"""The fallback for a broker whose limit is below :data:`DEAD_LETTER_MAX_BYTES`."""
+REASON_MAX_CHARS = 4_000
+"""Longest reason kept in a dead letter (and logged)."""
+KEY_MAX_BYTES = 1_024
+"""Longest record key a dead letter keeps as is; a longer one is replaced by ``sha256:<hex>``."""
+
+
+def dead_letter_key(key: bytes | None) -> bytes | None:
+    """The DLQ record key for a source key: itself, or ``sha256:<hex>`` when it is over
+    :data:`KEY_MAX_BYTES` (the same user's letters still share a partition)."""
+    if key is None or len(key) <= KEY_MAX_BYTES:
+        return key
+    return b"sha256:" + hashlib.sha256(key).hexdigest().encode()
+
+
+def dead_letter(stage: str, rejection: Rejection, *, max_bytes: int = DEAD_LETTER_MAX_BYTES) -> DeadLetter:
+    """The DLQ event for ``rejection``: the original bytes base64-encoded with their size and SHA-256.
+
+    The letter's JSON is at most ``max_bytes``: when the whole original would not fit, only its first
+    bytes are kept (``original_truncated``); the reason is cut at :data:`REASON_MAX_CHARS` and a key
+    over :data:`KEY_MAX_BYTES` is replaced by its hash, so a letter always fits (defect 3 of issue 13:
+    an oversized letter was refused by the producer, retried for ever and stalled its partition).
+    """
+    raw = rejection.raw
+    key = dead_letter_key(rejection.key)
+    letter = DeadLetter(
         stage=stage,
         error_type=rejection.error_type,
-        reason=rejection.reason,
+        reason=rejection.reason[:REASON_MAX_CHARS],
         topic=rejection.topic,
         partition=rejection.partition,
         offset=rejection.offset,
-        key=rejection.key.decode("utf-8", "replace") if rejection.key is not None else None,
-        original_b64=base64.b64encode(rejection.raw).decode("ascii"),
+        key=key.decode("utf-8", "replace") if key is not None else None,
+        original_b64=base64.b64encode(raw).decode("ascii"),
         first_seen_at=datetime.now(UTC),
+        original_size=len(raw),
+        original_sha256=hashlib.sha256(raw).hexdigest(),
+    )
+    size = len(letter.model_dump_json().encode())
+    if size <= max_bytes:
+        return letter
+    room = max(0, max_bytes - (size - len(letter.original_b64)) - 64)  # 64: the truncated flag's text
+    keep = room // 4 * 3
+    return letter.model_copy(
+        update={"original_b64": base64.b64encode(raw[:keep]).decode("ascii"), "original_truncated": True}
     )
 
 
@@ -212,13 +258,17 @@ async def run_batch(
     max_backoff_s: float = 10.0,
     first_backoff_s: float = 0.2,
     on_retry: Callable[[], None] | None = None,
+    dead_letter_max_bytes: int = DEAD_LETTER_MAX_BYTES,
 ) -> None:
     """Process one consumed batch: parse, handle with retries, dead-letter rejects.
 
     Returns normally only when every write and publish of the batch is durable, so the caller may
     commit. A ``RetryableError`` is retried in place up to ``max_attempts`` times, waiting
     ``first_backoff_s * 2**(attempt-1)`` seconds (at most ``max_backoff_s``) in between; ``on_retry``
-    runs before each wait (the runner pauses the batch's partitions there).
+    runs before each wait (the runner pauses the batch's partitions there). When the broker refuses an
+    output for good (:class:`~hindsight.errors.OutputRefusedError`), the batch is handled again one
+    record at a time and the record whose output is refused is dead-lettered. Every dead letter fits
+    in ``dead_letter_max_bytes`` (:func:`dead_letter`).
 
     Raises:
         BackpressureError: at once, without a retry in place (the caller pauses for ``retry_after``).
@@ -226,42 +276,108 @@ async def run_batch(
     """
     started = time.perf_counter()
     valid, rejected = split_records(stage, records)
+
+    async def attempt(envelopes: Sequence[Envelope[E]]) -> list[Rejection]:
+        return await _handle_with_retries(
+            stage,
+            envelopes,
+            publisher,
+            max_attempts=max_attempts,
+            max_backoff_s=max_backoff_s,
+            first_backoff_s=first_backoff_s,
+            on_retry=on_retry,
+        )
+
     if valid:
+        try:
+            rejected.extend(await attempt(valid))
+        except OutputRefusedError:
+            log.warning("an output was refused for good; isolating its record", extra={"stage": stage.name})
+            for envelope in valid:  # in offset order, so the stage's per-partition order holds
+                try:
+                    rejected.extend(await attempt([envelope]))
+                except OutputRefusedError as exc:
+                    publisher.discard()
+                    refused = reject(
+                        envelope, DeadLetterError(f"an output of this record was refused: {exc}")
+                    )
+                    rejected.append(replace(refused, error_type=OutputRefusedError.__name__))
+    await _publish_dead_letters(stage.name, rejected, publisher, dead_letter_max_bytes)
+    PROCESSED.labels(stage.name).inc(len(valid))
+    DEAD_LETTERED.labels(stage.name).inc(len(rejected))
+    BATCH_SECONDS.labels(stage.name).observe(time.perf_counter() - started)
 
-        def before_sleep(state: RetryCallState) -> None:
-            _log_retry(stage.name, state.outcome.exception() if state.outcome else None)
-            if on_retry is not None:
-                on_retry()
 
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(RetryableError) & retry_if_not_exception_type(BackpressureError),
-            stop=stop_after_attempt(max_attempts),
-            wait=wait_exponential(multiplier=first_backoff_s, max=max_backoff_s),
-            reraise=True,
-            before_sleep=before_sleep,
-        ):
-            with attempt:
-                publisher.discard()
-                rejected_now = list(await stage.handle(valid, publisher))
-                await publisher.flush()
-        rejected.extend(rejected_now)
+async def _handle_with_retries(
+    stage: Stage[E],
+    envelopes: Sequence[Envelope[E]],
+    publisher: EventPublisher,
+    *,
+    max_attempts: int,
+    max_backoff_s: float,
+    first_backoff_s: float,
+    on_retry: Callable[[], None] | None,
+) -> list[Rejection]:
+    """``stage.handle`` + flush, retried in place on a ``RetryableError`` (not on backpressure)."""
+
+    def before_sleep(state: RetryCallState) -> None:
+        _log_retry(stage.name, state.outcome.exception() if state.outcome else None)
+        if on_retry is not None:
+            on_retry()
+
+    rejected: list[Rejection] = []
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(RetryableError) & retry_if_not_exception_type(BackpressureError),
+        stop=stop_after_attempt(max_attempts),
+        wait=wait_exponential(multiplier=first_backoff_s, max=max_backoff_s),
+        reraise=True,
+        before_sleep=before_sleep,
+    ):
+        with attempt:
+            publisher.discard()
+            rejected = list(await stage.handle(envelopes, publisher))
+            await publisher.flush()
+    return rejected
+
+
+async def _publish_dead_letters(
+    stage: str, rejected: Sequence[Rejection], publisher: EventPublisher, max_bytes: int
+) -> None:
+    """Publish one dead letter per rejection and wait for the acknowledgements. A letter the broker
+    still refuses (its limit is below ``max_bytes``) is sent again as a minimal letter
+    (:data:`MINIMAL_DEAD_LETTER_BYTES`: reason, coordinates, size, hash and the first bytes).
+
+    Raises:
+        OutputRefusedError: even the minimal letter was refused (a broker limit below 16 KiB).
+        StoreUnavailableError: Kafka did not acknowledge.
+    """
     for rejection in rejected:
         log.warning(
             "dead-lettered",
             extra={
-                "stage": stage.name,
+                "stage": stage,
                 "topic": rejection.topic,
                 "partition": rejection.partition,
                 "offset": rejection.offset,
                 "error_type": rejection.error_type,
-                "reason": rejection.reason,
+                "reason": rejection.reason[:REASON_MAX_CHARS],
             },
         )
-        publisher.send(Topic.DLQ, rejection.key, dead_letter(stage.name, rejection))
-    await publisher.flush()
-    PROCESSED.labels(stage.name).inc(len(valid))
-    DEAD_LETTERED.labels(stage.name).inc(len(rejected))
-    BATCH_SECONDS.labels(stage.name).observe(time.perf_counter() - started)
+        publisher.send(
+            Topic.DLQ, dead_letter_key(rejection.key), dead_letter(stage, rejection, max_bytes=max_bytes)
+        )
+    try:
+        await publisher.flush()
+    except OutputRefusedError:
+        for rejection in rejected:
+            key = dead_letter_key(rejection.key)
+            publisher.send(Topic.DLQ, key, dead_letter(stage, rejection, max_bytes=max_bytes))
+            try:
+                await publisher.flush()
+            except OutputRefusedError:
+                minimal = dead_letter(stage, rejection, max_bytes=MINIMAL_DEAD_LETTER_BYTES)
+                publisher.send(Topic.DLQ, key, minimal)
+                await publisher.flush()
 
 
 def _log_retry(stage: str, exc: BaseException | None) -> None:

@@ -10,6 +10,8 @@ of these classes and the handler maps it to broker behaviour:
   and redeliver; never drop the message.
 - ``BackpressureError``: a downstream is saturated. Do not retry in place: rewind and pause the
   partitions for ``retry_after`` seconds, then resume; never drop the message.
+- ``OutputRefusedError``: the broker will never accept an output record (too large). Dead-letter the
+  input that produced it, keep going; retrying would stall the partition for ever.
 - ``ConfigurationError``: the process cannot start as configured (missing secret, bad DSN). Fail fast.
 - ``RequestError``: a gateway caller sent something invalid. Maps to HTTP 4xx / an MCP tool error
   naming the field and the fix.
@@ -60,6 +62,14 @@ class BackpressureError(RetryableError):
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class OutputRefusedError(HindsightError):
+    """The broker refused an output record for good (too large, invalid): retrying cannot help.
+
+    Neither transient nor the input's own fault alone: the consumer runtime isolates the input record
+    whose output was refused and dead-letters it, and the rest of the batch goes on.
+    """
 
 
 class ConfigurationError(HindsightError):

@@ -21,6 +21,14 @@ def turn_memory_id(tenant_id: str, event_id: str) -> str:
     return stable_id("turn", tenant_id, event_id)
 
 
+def passage_memory_id(tenant_id: str, event_id: str, passage: int) -> str:
+    """Memory id of passage ``passage`` (0-based) of a long interaction's text; passage 0 keeps the
+    turn memory id (:func:`turn_memory_id`), so a text that fits whole has the same id as before."""
+    if passage == 0:
+        return turn_memory_id(tenant_id, event_id)
+    return stable_id("passage", tenant_id, event_id, str(passage))
+
+
 def episode_memory_id(tenant_id: str, user_id: str, session_id: str) -> str:
     """Memory id of the episode consolidated from a session."""
     return stable_id("episode", tenant_id, user_id, session_id)

@@ -18,10 +18,16 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    CorruptRecordException,
+    KafkaError,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+    RecordTooLargeError,
+)
 from prometheus_client import Counter, Gauge
 
-from hindsight.errors import StoreUnavailableError
+from hindsight.errors import OutputRefusedError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from faststream.kafka import KafkaBroker
@@ -47,6 +53,14 @@ BACKGROUND_FAILURES = Counter(
 )
 
 JSON_HEADERS = {"content-type": "application/json"}
+REFUSED_FOR_GOOD = (
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+    RecordListTooLargeError,
+    CorruptRecordException,
+)
+"""Kafka errors a retry cannot cure: the record itself is refused (by the producer's
+``max_request_size`` or the broker's ``message.max.bytes``, or as invalid)."""
 
 
 class EventPublisher:
@@ -68,6 +82,7 @@ class EventPublisher:
         """Publish everything queued and wait for every acknowledgement; returns how many.
 
         Raises:
+            OutputRefusedError: a record is refused for good (too large): not retryable.
             StoreUnavailableError: the broker refused or timed out (retryable: nothing is committed).
         """
         pending, self._pending = self._pending, []
@@ -79,6 +94,8 @@ class EventPublisher:
                 for topic, key, value in pending
             ]
             await asyncio.gather(*futures)
+        except REFUSED_FOR_GOOD as exc:
+            raise OutputRefusedError(f"Kafka refused a record for good: {exc!r}") from exc
         except KafkaError as exc:
             raise StoreUnavailableError(f"Kafka publish failed: {exc!r}") from exc
         return len(pending)

@@ -22,7 +22,7 @@ from faststream.kafka import KafkaBroker
 from hindsight.consumer import BatchRunner, Stage, subscribe
 from hindsight.errors import ConfigurationError
 from hindsight.publisher import EventPublisher
-from hindsight.settings import AllSettings, KafkaSettings
+from hindsight.settings import AllSettings, KafkaSettings, exit_on_config_error
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
@@ -395,12 +395,13 @@ def service_app(register: Register, *, settings: AllSettings | None = None) -> F
     lifespan and the service's subscribers registered before the broker starts. SIGTERM drains:
     see :func:`make_broker`.
 
-    Raises:
-        ConfigurationError: settings are unusable (see :func:`check_delivery`, :func:`make_broker`).
+    A configuration error (an invalid variable, production without a secret) is one line on stderr
+    naming the setting, and exit status 2 (:func:`~hindsight.settings.exit_on_config_error`).
     """
-    cfg = settings or AllSettings()
-    check_delivery(cfg)
-    broker = make_broker(cfg.kafka)
+    with exit_on_config_error():
+        cfg = settings or AllSettings()
+        check_delivery(cfg)
+        broker = make_broker(cfg.kafka)
 
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:

@@ -145,6 +145,13 @@ class Provenance(BaseModel):
     event_ids: tuple[str, ...] = Field((), description="Interaction event ids the memory derives from.")
     external_refs: tuple[str, ...] = Field((), description="Producer references (e.g. LoCoMo dia_ids).")
     memory_ids: tuple[str, ...] = Field((), description="Memories it was derived from (episodes, facts).")
+    passage: int | None = Field(
+        None, ge=0, description="0-based passage of its source event's text, when that text was split."
+    )
+    passages: int | None = Field(None, ge=1, description="How many passages the source event's text made.")
+    span: tuple[int, int] | None = Field(
+        None, description="[start, end) character offsets of this passage in the source event's text."
+    )
 
 
 class MemoryCandidate(_Owned):
@@ -391,8 +398,20 @@ class DeadLetter(_Event):
     partition: int = Field(description="Its partition.")
     offset: int = Field(description="Its offset.")
     key: str | None = Field(None, description="Its key (UTF-8, replacement chars if not).")
-    original_b64: str = Field(description="The original value bytes, base64 (may hold unredacted data).")
+    original_b64: str = Field(
+        description="The original value bytes, base64 (may hold unredacted data); only the first bytes "
+        "when original_truncated is set."
+    )
     first_seen_at: AwareDatetime = Field(description="When the stage first failed on it (UTC).")
+    original_size: int | None = Field(None, ge=0, description="Bytes of the whole original value.")
+    original_sha256: str | None = Field(
+        None, description="SHA-256 (hex) of the whole original value, to match it against the source."
+    )
+    original_truncated: bool = Field(
+        False,
+        description="original_b64 holds only the first bytes: the whole record would not fit in one "
+        "Kafka message as a dead letter (replay needs a fixed record).",
+    )
 
 
 QuarantineRecord.model_rebuild()

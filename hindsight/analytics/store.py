@@ -211,6 +211,9 @@ class RecallOwner:
     returned: frozenset[str]
 
 
+_USER_WHERE = "WHERE tenant_id = {t:String} AND user_id = {u:String}"
+
+
 class AnalyticsStore:
     """Recall log, candidates, feedback and inventory tables (module doc).
 
@@ -288,6 +291,35 @@ class AnalyticsStore:
             [inventory_row(m) for m in unique],
             _token("inventory", keys),
         )
+
+    # -- erasure (issue 13, defect 7) -------------------------------------------------------------
+
+    USER_TABLES: tuple[str, ...] = ("recall_log", "recall_candidates", "recall_feedback", "memory_inventory")
+    """Tables that hold rows of a user (``user_id`` column); the access log is erased by its store."""
+
+    def user_rows(self, tenant_id: str, user_id: str) -> int:
+        """Rows of one user in :data:`USER_TABLES` (every copy counts), for erasure reports.
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed.
+        """
+        params = {"t": tenant_id, "u": user_id}
+        return sum(
+            int(self.query(f"SELECT count() FROM {self.names.table(name)} {_USER_WHERE}", params)[0][0])
+            for name in self.USER_TABLES
+        )
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None:
+        """Delete every row of one user from :data:`USER_TABLES` (synchronous mutations).
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed (idempotent: call again).
+        """
+        for name in self.USER_TABLES:
+            self.command(
+                f"ALTER TABLE {self.names.table(name)} DELETE {_USER_WHERE} SETTINGS mutations_sync = 1",
+                {"t": tenant_id, "u": user_id},
+            )
 
     # -- reads -----------------------------------------------------------------------------------
 

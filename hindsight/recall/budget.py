@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hindsight.text import speaker_text
-from hindsight.tokens import count_tokens
+from hindsight.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from hindsight.recall.rank import RecalledMemory
 
-__all__ = ["TokenCounter", "count_tokens", "fit", "memory_text", "payload_text"]
+__all__ = ["TokenCounter", "count_tokens", "excerpt", "fit", "memory_text", "payload_text"]
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text."""
@@ -43,9 +43,13 @@ def fit(
     tokenizer when it was written, :func:`hindsight.records.to_payload`) is used instead of counting
     again; older payloads without it are counted here. A fact's evidence turns count with it.
 
+    An answer is never empty because its best memory is too long: when the first memory alone is
+    larger than the whole budget, it is returned as an excerpt (:func:`excerpt`: its content cut to
+    the budget, ``trimmed`` set) instead of nothing (defect 6 of issue 13).
+
     Returns:
         ``(kept, tokens, truncated)``: the kept memories (each with its ``tokens``), their total, and
-        whether any memory was cut. A first memory larger than the whole budget is cut too.
+        whether any memory was cut or left out.
     """
 
     def tokens_of(payload: Mapping[str, Any]) -> int:
@@ -59,7 +63,30 @@ def fit(
     for memory in memories:
         tokens = tokens_of(memory.payload) + sum(tokens_of(p) for _, p in memory.evidence)
         if total + tokens > budget:
+            if not kept:
+                trimmed = excerpt(memory, budget, counter)
+                if trimmed is not None:
+                    return [trimmed], trimmed.tokens, True
             return kept, total, True
         kept.append(replace(memory, tokens=tokens))
         total += tokens
     return kept, total, False
+
+
+def excerpt(
+    memory: RecalledMemory, budget: int, counter: TokenCounter = count_tokens
+) -> RecalledMemory | None:
+    """``memory`` with its content cut (whole words, ``…`` appended) so that its text
+    (:func:`memory_text`) is at most ``budget`` tokens, and ``trimmed`` set; None when not even the
+    speaker's name and one word fit."""
+    full = memory_text(memory)
+    content = str(memory.payload.get("content", ""))
+    room = budget - max(0, counter(full) - counter(content))  # what the "speaker: " prefix costs
+    cut = truncate_to_tokens(content, room) if room > 0 else ""
+    while cut and counter(payload_text({**memory.payload, "content": cut})) > budget:
+        cut = truncate_to_tokens(cut[:-1], max(0, room - 1)) if len(cut) > 1 else ""
+        room -= 1
+    if not cut:
+        return None
+    payload = {**memory.payload, "content": cut}
+    return replace(memory, payload=payload, tokens=counter(payload_text(payload)), trimmed=True)

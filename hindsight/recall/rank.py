@@ -123,6 +123,8 @@ class RecalledMemory:
     rank: int = 0
     tokens: int = 0
     duplicates: tuple[str, ...] = field(default=())
+    trimmed: bool = False
+    """The content is an excerpt: the memory alone was larger than the whole token budget."""
     evidence: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
     """``(id, payload)`` of the turns a fact rests on (its provenance ``memory_ids``)."""
 

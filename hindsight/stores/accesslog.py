@@ -201,6 +201,29 @@ class AccessLogStore:
         rows = self._query(f"SELECT count() FROM {self._quoted} FINAL {where}", params)
         return int(rows[0][0])
 
+    def user_rows(self, tenant_id: str, user_id: str) -> int:
+        """Rows of one user (before dedup: every copy counts), for erasure reports.
+
+        Raises:
+            StoreUnavailableError: ClickHouse did not answer.
+        """
+        where, params = self._filter(tenant_id, user_id)
+        return int(self._query(f"SELECT count() FROM {self._quoted} {where}", params)[0][0])
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None:
+        """Delete every row of one user (a synchronous mutation: gone when this returns).
+
+        Raises:
+            StoreUnavailableError: ClickHouse did not answer.
+        """
+        where, params = self._filter(tenant_id, user_id)
+        try:
+            self._client.command(
+                f"ALTER TABLE {self._quoted} DELETE {where} SETTINGS mutations_sync = 1", parameters=params
+            )
+        except ClickHouseError as exc:
+            raise StoreUnavailableError(f"access log erase on {self.table} failed: {exc}") from exc
+
     def access_stats(self, tenant_id: str, user_id: str | None = None) -> list[AccessStat]:
         """Per-memory access count and last access time (after dedup), ordered by ``memory_id``.
 

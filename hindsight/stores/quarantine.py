@@ -228,6 +228,35 @@ class QuarantineStore:
         )
         return [(str(a), str(b), str(c), int(d)) for a, b, c, d in rows]
 
+    def user_events(self, tenant_id: str, user_id: str) -> tuple[set[str], int]:
+        """The event ids of one user's items and how many rows (every version) hold the user, for
+        whole-user erasure and its report.
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed.
+        """
+        rows = self._query(
+            f"SELECT event_id, count() FROM {self._quoted} "
+            "WHERE tenant_id = {t:String} AND user_id = {u:String} GROUP BY event_id",
+            {"t": tenant_id, "u": user_id},
+        )
+        return {str(r[0]) for r in rows}, sum(int(r[1]) for r in rows)
+
+    def erase_user(self, tenant_id: str, user_id: str) -> None:
+        """Delete every row of one user (a synchronous mutation: gone when this returns).
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed.
+        """
+        try:
+            self._client.command(
+                f"ALTER TABLE {self._quoted} DELETE "
+                "WHERE tenant_id = {t:String} AND user_id = {u:String} SETTINGS mutations_sync = 1",
+                parameters={"t": tenant_id, "u": user_id},
+            )
+        except ClickHouseError as exc:
+            raise StoreUnavailableError(f"quarantine erase on {self.table} failed: {exc}") from exc
+
     def audit_rows(
         self, tenant_id: str | None = None
     ) -> list[tuple[str, str, str, str, tuple[str, ...], datetime]]:

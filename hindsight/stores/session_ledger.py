@@ -73,6 +73,24 @@ class SessionLedger:
         except RedisError as exc:
             raise StoreUnavailableError(f"session ledger write failed: {exc}") from exc
 
+    async def mark_kept(self, tenant_id: str, user_id: str, session_id: str, memory_ids: list[str]) -> None:
+        """Record more kept memory ids of an event already :meth:`record`-ed (the further passages of a
+        long turn), so reflection waits for them too. Idempotent.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        if not memory_ids:
+            return
+        _, kept = self._keys(tenant_id, user_id, session_id)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.sadd(kept, *memory_ids)
+                pipe.expire(kept, self._ttl)
+                await pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailableError(f"session ledger write failed: {exc}") from exc
+
     async def stored(self, tenant_id: str, user_id: str, session_id: str) -> set[str]:
         """Memory ids the embed stage stored (or merged) for this session.
 

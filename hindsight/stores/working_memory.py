@@ -24,11 +24,12 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
+from redis.typing import EncodableT, FieldT
 
 from hindsight.errors import StoreUnavailableError
 
@@ -77,6 +78,10 @@ local bodies = redis.call('HVALS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
 return bodies
 """
+
+
+_FORGET_ATTEMPTS = 16
+"""Optimistic-transaction attempts of :meth:`WorkingMemory.forget` against concurrent pushes."""
 
 
 class SessionKey(BaseModel):
@@ -183,9 +188,11 @@ class WorkingMemory:
         self._push_script = redis.register_script(_PUSH_LUA)
         self._clear_script = redis.register_script(_CLEAR_LUA)
 
+    def _tag(self, *parts: str) -> str:
+        return ":".join(quote(part, safe="") for part in parts)
+
     def _keys(self, key: SessionKey) -> tuple[str, str, str]:
-        tag = ":".join(quote(part, safe="") for part in (key.tenant_id, key.user_id, key.session_id))
-        base = f"{self._prefix}:{{{tag}}}"
+        base = f"{self._prefix}:{{{self._tag(key.tenant_id, key.user_id, key.session_id)}}}"
         return f"{base}:items", f"{base}:rank", f"{base}:pushes"
 
     async def push(self, key: SessionKey, item: WorkingItem) -> list[WorkingItem]:
@@ -245,3 +252,71 @@ class WorkingMemory:
         except RedisError as exc:
             raise StoreUnavailableError(f"working memory clear failed: {exc}") from exc
         return sorted((WorkingItem.model_validate_json(_decode(r)) for r in raw), key=_turn_order)
+
+    async def sessions(self, tenant_id: str, user_id: str) -> list[SessionKey]:
+        """The sessions of one user that hold working memory (a ``SCAN`` of the keyspace: for
+        forgetting, not for the hot path).
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        prefix = f"{self._prefix}:{{{self._tag(tenant_id, user_id)}:"
+        found: list[SessionKey] = []
+        try:
+            async for raw in self._redis.scan_iter(match=f"{_glob_escape(prefix)}*}}:items", count=500):
+                tag = _decode(raw)[len(prefix) : -len("}:items")]
+                found.append(SessionKey(tenant_id=tenant_id, user_id=user_id, session_id=unquote(tag)))
+        except RedisError as exc:
+            raise StoreUnavailableError(f"working memory scan failed: {exc}") from exc
+        return found
+
+    async def forget(self, key: SessionKey, item_ids: Sequence[str]) -> int:
+        """Remove these items from the session, and from the evicted lists its idempotency records
+        keep (issue 13, defect 7: a forgotten turn's text must not stay in working memory until the
+        session closes). The records themselves stay, so a redelivered push is still a no-op.
+
+        One ``WATCH``/``MULTI`` transaction on the session's keys, retried when a concurrent push
+        changed the records (at most :data:`_FORGET_ATTEMPTS` times). The records are rewritten in
+        Python with the models' own JSON, so every kept item stays byte-identical (Redis's Lua
+        ``cjson`` would round floats to 14 digits). Idempotent. Returns how many of the items the
+        session held.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer, or pushes kept conflicting.
+        """
+        forget = set(item_ids)
+        if not forget:
+            return 0
+        items_key, rank_key, pushes_key = self._keys(key)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                for _ in range(_FORGET_ATTEMPTS):
+                    try:
+                        await pipe.watch(pushes_key)
+                        records: dict[Any, Any] = await pipe.hgetall(pushes_key)
+                        rewrites: dict[FieldT, EncodableT] = {}
+                        for field, value in records.items():
+                            evicted = [WorkingItem.model_validate(b) for b in json.loads(_decode(value))]
+                            kept = [item for item in evicted if item.id not in forget]
+                            if len(kept) != len(evicted):
+                                body = ",".join(item.model_dump_json() for item in kept)
+                                rewrites[_decode(field)] = f"[{body}]"
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.hdel(items_key, *forget)
+                        pipe.zrem(rank_key, *forget)
+                        if rewrites:
+                            pipe.hset(pushes_key, mapping=rewrites)
+                        held: list[Any] = await pipe.execute()
+                        return int(held[0])
+                    except WatchError:
+                        continue
+        except RedisError as exc:
+            raise StoreUnavailableError(f"working memory forget failed: {exc}") from exc
+        raise StoreUnavailableError(
+            f"working memory forget conflicted with concurrent pushes {_FORGET_ATTEMPTS} times"
+        )
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` with Redis glob metacharacters escaped (for ``SCAN MATCH``)."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.stores.tombstones import buried_in
 from schemas import (
     EpisodeEvent,
     MemoryStoredEvent,
@@ -29,6 +31,7 @@ from schemas import (
 if TYPE_CHECKING:
     from hindsight.analytics.store import AnalyticsStore
     from hindsight.publisher import EventPublisher
+    from hindsight.stores.tombstones import Tombstones
 
 TOPICS: dict[str, type[BaseModel]] = {
     Topic.RECALLS: RecallLogEvent,
@@ -39,13 +42,24 @@ TOPICS: dict[str, type[BaseModel]] = {
 """Topic -> the event model it carries."""
 
 
+def _who_when(event: BaseModel) -> tuple[str, str, str, datetime]:
+    """``(tenant, user, id, time)`` of an analytics event, for the tombstone check."""
+    if isinstance(event, RecallLogEvent):
+        return event.tenant_id, event.user_id, event.query_id, event.recalled_at
+    if isinstance(event, RecallFeedbackEvent):
+        return event.tenant_id, event.user_id, event.feedback_id, event.given_at
+    memory = event.memory if isinstance(event, MemoryStoredEvent) else cast("EpisodeEvent", event).episode
+    return memory.tenant_id, memory.user_id, memory.id, memory.stored_at
+
+
 class AnalyticsStage:
     """Sinks the topics of :data:`TOPICS` into their ClickHouse tables."""
 
     name = "analytics"
 
-    def __init__(self, store: AnalyticsStore) -> None:
+    def __init__(self, store: AnalyticsStore, *, tombstones: Tombstones | None = None) -> None:
         self._store = store
+        self._tombstones = tombstones
 
     def parse(self, topic: str, raw: bytes) -> BaseModel:
         """Validate a record as the model of its topic.
@@ -64,9 +78,13 @@ class AnalyticsStage:
         Raises:
             StoreUnavailableError: ClickHouse failed (retried; nothing committed).
         """
-        recalls = [e.event for e in batch if isinstance(e.event, RecallLogEvent)]
-        feedback = [e.event for e in batch if isinstance(e.event, RecallFeedbackEvent)]
-        memories = [e.event for e in batch if isinstance(e.event, MemoryStoredEvent | EpisodeEvent)]
+        # rows of a user forgotten since the event was published (it was in flight) are not written
+        stamped = [(e.event, _who_when(e.event)) for e in batch]
+        forgotten = await buried_in(self._tombstones, (who for _, who in stamped))
+        events = [event for event, who in stamped if who[2] not in forgotten]
+        recalls = [e for e in events if isinstance(e, RecallLogEvent)]
+        feedback = [e for e in events if isinstance(e, RecallFeedbackEvent)]
+        memories = [e for e in events if isinstance(e, MemoryStoredEvent | EpisodeEvent)]
         if recalls:
             await asyncio.to_thread(self._store.insert_recalls, recalls)
         if feedback:

@@ -6,19 +6,23 @@ from __future__ import annotations
 from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
+from hindsight.stores.tombstones import Tombstones
 from schemas import Topic
 from services.accesslog.analytics import TOPICS, AnalyticsStage
 from services.accesslog.stage import AccessLogStage
 
 
-def register(resources: Resources) -> None:
+async def register(resources: Resources) -> None:
     """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``, at most
     one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``) and the analytics sink to recalls,
-    feedback and stored memories (group ``<prefix>-analytics``)."""
+    feedback and stored memories (group ``<prefix>-analytics``); rows of a user forgotten since their
+    event was published are dropped (Redis tombstones)."""
+    tombstones = Tombstones(await resources.redis())
     interval = resources.settings.clickhouse.access_log_interval_s
-    stage = AccessLogStage(resources.access_log())
+    stage = AccessLogStage(resources.access_log(), tombstones=tombstones)
     resources.subscribe(stage, [Topic.ACCESS], "accesslog", min_interval_s=interval)
-    resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
+    analytics = AnalyticsStage(resources.analytics(), tombstones=tombstones)
+    resources.subscribe(analytics, list(TOPICS), "analytics")
 
 
 def create_app() -> FastStream:

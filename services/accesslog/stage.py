@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.stores.tombstones import buried_in
 from schemas import AccessEvent
 
 if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
     from hindsight.stores.accesslog import AccessLogStore
+    from hindsight.stores.tombstones import Tombstones
 
 
 class AccessLogStage:
@@ -23,8 +25,9 @@ class AccessLogStage:
 
     name = "accesslog"
 
-    def __init__(self, store: AccessLogStore) -> None:
+    def __init__(self, store: AccessLogStore, *, tombstones: Tombstones | None = None) -> None:
         self._store = store
+        self._tombstones = tombstones
 
     def parse(self, topic: str, raw: bytes) -> AccessEvent:
         """Validate an access event."""
@@ -38,6 +41,12 @@ class AccessLogStage:
         Raises:
             StoreUnavailableError: ClickHouse failed (retried; nothing committed).
         """
-        rows = [env.event.model_dump(exclude={"schema_version"}) for env in batch]
-        await asyncio.to_thread(self._store.insert, rows)
+        events = [env.event for env in batch]
+        # an access of a user forgotten since (the event was still in flight) is not logged
+        forgotten = await buried_in(
+            self._tombstones, ((e.tenant_id, e.user_id, e.access_id, e.accessed_at) for e in events)
+        )
+        rows = [e.model_dump(exclude={"schema_version"}) for e in events if e.access_id not in forgotten]
+        if rows:
+            await asyncio.to_thread(self._store.insert, rows)
         return ()

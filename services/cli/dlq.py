@@ -169,13 +169,20 @@ async def replay(
 
     Raises:
         ConfigurationError: ``fixed`` given for more than one entry.
-        InvalidFixError: ``fixed`` does not validate against the source topic's schema.
+        InvalidFixError: ``fixed`` does not validate against the source topic's schema, or an entry
+            kept only the first bytes of its record (``original_truncated``) and no fix is given.
         StoreUnavailableError: Kafka refused or did not acknowledge (``acks=all``).
     """
     if fixed is not None:
         if len(entries) != 1:
             raise ConfigurationError("--fixed replaces one record: name exactly one dead letter id")
         check_fix(entries[0], fixed)
+    for entry in entries:
+        if fixed is None and entry.letter.original_truncated:
+            raise InvalidFixError(
+                f"{entry.id} keeps only the first {len(entry.original)} of {entry.letter.original_size} "
+                f"bytes of its record (sha256 {entry.letter.original_sha256}): replay it with --fixed FILE"
+            )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=idempotent)
     done: list[dict[str, Any]] = []
     try:

@@ -142,7 +142,7 @@ async def embedded_stack(
             await guard_app.register(resources)
             await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
-            accesslog_app.register(resources)
+            await accesslog_app.register(resources)
             job = evict_app.register(resources, evict)
             await broker.start()
             try:

@@ -15,7 +15,7 @@ import typer
 
 from hindsight.errors import ConfigurationError, HindsightError
 from hindsight.observability import configure_logging
-from hindsight.settings import AllSettings
+from hindsight.settings import AllSettings, exit_on_config_error
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Hindsight: streaming long-term memory for LLM agents."
@@ -53,7 +53,8 @@ def _settings(data_dir: Path | None, bootstrap: str | None, *, quiet: bool = Fal
 
 
 def _fail(exc: BaseException) -> typer.Exit:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    kind = "configuration error" if isinstance(exc, ConfigurationError) else "error"
+    typer.secho(f"hindsight: {kind}: {exc}", fg=typer.colors.RED, err=True)
     return typer.Exit(2)
 
 
@@ -377,8 +378,9 @@ def bench_load(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="hindsight")
+    """Console-script entry point: a configuration error is one line naming the setting (exit 2)."""
+    with exit_on_config_error():
+        app(prog_name="hindsight")
 
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}

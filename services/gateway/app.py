@@ -18,9 +18,10 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -29,11 +30,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from hindsight.errors import AuthenticationError, ConfigurationError
 from hindsight.observability import configure_logging
 from hindsight.runtime import make_broker, open_resources
-from hindsight.settings import AllSettings
+from hindsight.settings import AllSettings, exit_on_config_error
 from services.gateway import console, http
 from services.gateway.auth import ApiKeys
 from services.gateway.errors import wire_error
 from services.gateway.mcp_server import build_mcp_server
+from services.gateway.models import finish_schema
 from services.gateway.service import MemoryService
 from services.gateway.settings import GatewaySettings
 from services.gateway.state import GatewayState
@@ -95,7 +97,7 @@ def _assemble(
         state: GatewayState = app.state.gateway
         return state
 
-    mcp = build_mcp_server(current)
+    mcp = build_mcp_server(current, settings.limits())
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH, host=settings.host, json_response=settings.mcp_json_response
     )
@@ -120,6 +122,21 @@ def _assemble(
     )
     if initial is not None:
         app.state.gateway = initial
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document with this server's settings-dependent bounds and the zone names filled in."""
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            app.openapi_schema = finish_schema(document, settings.limits(), zone_enum=True)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     http.install(app)
     console.install(app)
     app.router.routes.append(
@@ -153,13 +170,14 @@ def create_app() -> FastAPI:
     Settings are read here; the broker is connected (publish only) and resources opened in the
     lifespan, and closed when the server stops.
 
-    Raises:
-        ConfigurationError: settings are unusable (no Kafka bootstrap, dev keys in production, ...).
+    A configuration error (no Kafka bootstrap, weak keys in production, an invalid variable) is one
+    line on stderr naming the setting, and exit status 2.
     """
-    cfg = AllSettings()
-    gateway = GatewaySettings()
+    with exit_on_config_error():
+        cfg = AllSettings()
+        gateway = GatewaySettings()
+        broker = make_broker(cfg.kafka)
     configure_logging(cfg.runtime)
-    broker = make_broker(cfg.kafka)
 
     @asynccontextmanager
     async def open_state() -> AsyncIterator[GatewayState]:
@@ -177,12 +195,12 @@ def create_app() -> FastAPI:
 def run_http() -> None:
     """Serve :func:`create_app` with uvicorn on ``GatewaySettings.host``:``port`` until SIGINT/SIGTERM.
 
-    Raises:
-        ConfigurationError: settings are unusable.
+    A configuration error is one line on stderr naming the setting, and exit status 2.
     """
     import uvicorn  # noqa: PLC0415 (only the HTTP server needs it)
 
-    settings = GatewaySettings()
+    with exit_on_config_error():
+        settings = GatewaySettings()
     uvicorn.run(
         f"{__name__}:create_app",
         factory=True,
@@ -224,6 +242,6 @@ async def run_stdio() -> None:
                 stdio_principal=principal,
             )
             async with state.service.access_log.running():
-                await build_mcp_server(lambda: state).run_stdio_async()
+                await build_mcp_server(lambda: state, gateway.limits()).run_stdio_async()
         finally:
             await broker.stop()

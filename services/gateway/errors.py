@@ -5,9 +5,24 @@ tool errors). Every class names its wire ``code`` and HTTP status; :func:`wire_e
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from hindsight.errors import AuthenticationError, RequestError, RetryableError
+
+_LOCATIONS = ("body", "query", "path", "header")
+WHITESPACE = (
+    r"\t\n\u000b\f\r \u001c-\u001f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+r"""A character-class body of every character that is whitespace to Python's ``\s`` or to ECMA-262's
+(the regex dialect of JSON-Schema patterns): the two differ on U+001C-U+001F, U+0085 and U+FEFF, so
+a pattern built on ``\s`` would let the published schema and the server disagree."""
+NOT_BLANK = f"[^{WHITESPACE}]"
+"""Pattern of every text field that must hold a non-whitespace character (in either dialect)."""
+SCOPE = f"^(global|agent:[^{WHITESPACE}]+)$"
+"""Pattern of a scope: ``global`` or ``agent:<id>`` with no whitespace in the id."""
 
 
 class InvalidRequestError(RequestError):
@@ -88,8 +103,9 @@ class ErrorDetail(BaseModel):
     """What went wrong, which field caused it and how to fix it."""
 
     code: str = Field(
-        description="Wire code: invalid_request, validation_error, unauthenticated, forbidden, not_found, "
-        "conflict, unavailable or internal."
+        description="Wire code: invalid_request (400), invalid_encoding (400: the body is not UTF-8), "
+        "validation_error (422), unauthenticated (401), forbidden (403), not_found (404), conflict (409), "
+        "http_error (405 and other protocol errors), unavailable (503) or internal (500)."
     )
     message: str = Field(description="Human-readable description.")
     field: str | None = Field(None, description="The request field (or header) at fault, if any.")
@@ -123,12 +139,48 @@ def wire_error(error: RequestError | RetryableError) -> tuple[int, ErrorBody]:
     return 503, ErrorBody(error=detail)
 
 
-def tool_error_text(error: RequestError | RetryableError) -> str:
-    """One-line text of an MCP tool error: ``"<code>: <message> (field: <f>; fix: <fix>)"``."""
-    _, body = wire_error(error)
-    detail = body.error
-    parts = [f"field: {detail.field}"] if detail.field else []
-    if detail.fix:
-        parts.append(f"fix: {detail.fix}")
-    suffix = f" ({'; '.join(parts)})" if parts else ""
-    return f"{detail.code}: {detail.message}{suffix}"
+_FIXES = {
+    "missing": "add the required field '{field}'",
+    "extra_forbidden": "remove '{field}': it is not a parameter of this call",
+    "timezone_aware": "send '{field}' with a UTC offset, e.g. 2026-03-02T09:30:00+08:00 or ...Z",
+}
+
+
+def _fix(kind: str, field: str, msg: str, ctx: Mapping[str, Any] | None) -> tuple[str, str]:
+    """``(field, fix)`` for one pydantic error type: JSON syntax and body shape get a real remedy."""
+    if kind == "json_invalid":
+        return "body", f"send a syntactically valid JSON object ({msg})"
+    if field in ("", "body") and kind in ("model_attributes_type", "dict_type", "missing"):
+        return "body", "send a JSON object with the header 'Content-Type: application/json'"
+    if kind == "string_pattern_mismatch" and (ctx or {}).get("pattern") == NOT_BLANK:
+        return field, f"send a '{field}' with at least one non-whitespace character"
+    return field, _FIXES.get(kind, "send a valid '{field}': {msg}").format(field=field, msg=msg)
+
+
+def validation_detail(errors: Sequence[Mapping[str, Any]]) -> ErrorDetail:
+    """The ``validation_error`` detail of pydantic ``errors`` (HTTP 422 and MCP argument errors alike):
+    the first error names the field and the fix; the message lists every error.
+
+    A leading ``body``/``query``/``path``/``header`` in an error's location (FastAPI's) is dropped,
+    so a field is named the same over HTTP and MCP.
+    """
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+
+    def name(error: Mapping[str, Any]) -> str:
+        loc = [str(part) for part in error.get("loc", ())]
+        return ".".join(loc[1:] if len(loc) > 1 and loc[0] in _LOCATIONS else loc)
+
+    kind = str(first.get("type", ""))
+    ctx = first.get("ctx")
+    field, fix = _fix(
+        kind,
+        "body" if kind == "json_invalid" else name(first),
+        str(first.get("msg")),
+        ctx if isinstance(ctx, Mapping) else None,
+    )
+    return ErrorDetail(
+        code="validation_error",
+        message="; ".join(f"{name(e) or 'body'}: {e.get('msg')}" for e in errors) or "invalid request",
+        field=field or None,
+        fix=fix,
+    )

@@ -10,7 +10,7 @@ the field.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -18,26 +18,32 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from hindsight.errors import HindsightError, RequestError, RetryableError
 from hindsight.stores.vector import MemoryFilter
-from schemas.v1 import MemoryType
 from services.gateway.auth import Principal
-from services.gateway.errors import ErrorBody, ErrorDetail, wire_error
+from services.gateway.errors import NOT_BLANK, ErrorBody, ErrorDetail, validation_detail, wire_error
+from services.gateway.forget import ForgetService
 from services.gateway.models import (
     Accepted,
+    ErasureReport,
     FeedbackRequest,
     FeedbackResult,
+    ForgetOptions,
     ForgetResult,
     HealthResponse,
+    HistoryRequest,
     HistoryResponse,
     MemoryDetail,
     QuarantineList,
+    QuarantineListRequest,
     QuarantineView,
     RecallRequest,
     RecallResponse,
     ReflectRequest,
     RetainRequest,
+    fields,
 )
 from services.gateway.review import ReviewService
 from services.gateway.state import GatewayState
@@ -50,7 +56,11 @@ _bearer = HTTPBearer(auto_error=False, description="API key as 'Authorization: B
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key as 'X-API-Key: <key>'.")
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "Invalid field value (code invalid_request)."},
+    400: {
+        "model": ErrorBody,
+        "description": "Invalid field value (code invalid_request), or a body that is not UTF-8 "
+        "(code invalid_encoding).",
+    },
     401: {"model": ErrorBody, "description": "Missing or unknown API key (code unauthenticated)."},
     403: {
         "model": ErrorBody,
@@ -97,34 +107,16 @@ memories = APIRouter(prefix="/v1", tags=["memory"], responses=_ERRORS)
 async def retain(body: RetainRequest, principal: Caller, request: Request) -> Accepted:
     """Publish an interaction to ``memory.interactions.v1``; the guard and ingest stages decide what is
     stored (nothing is written to a store here). 202 once Kafka acknowledged it."""
-    return await gateway_state(request).service.retain(principal, **body.model_dump())
+    return await gateway_state(request).service.retain(principal, **fields(body))
 
 
 @memories.get("/memories", response_model=HistoryResponse, summary="A user's memory history")
 async def history(
-    *,
-    principal: Caller,
-    request: Request,
-    user_id: Annotated[str, Query(min_length=1, description="Whose memories.")],
-    session_id: Annotated[str | None, Query(description="Only this session.")] = None,
-    types: Annotated[list[MemoryType] | None, Query(description="Only these layers.")] = None,
-    include_inactive: Annotated[bool, Query(description="Include expired and superseded memories.")] = True,
-    limit: Annotated[int, Query(ge=1, description="At most this many (the newest), oldest first.")] = 100,
-    memory_id: Annotated[
-        str | None, Query(description="Only this memory's version chain (walked both ways), oldest first.")
-    ] = None,
+    query: Annotated[HistoryRequest, Query()], principal: Caller, request: Request
 ) -> HistoryResponse:
     """The user's memories in chronological order with status and version (expired and superseded
     ones included), or one memory's version chain."""
-    return await gateway_state(request).service.history(
-        principal,
-        user_id=user_id,
-        session_id=session_id,
-        types=types,
-        include_inactive=include_inactive,
-        limit=limit,
-        memory_id=memory_id,
-    )
+    return await gateway_state(request).service.history(principal, **fields(query))
 
 
 @memories.get(
@@ -140,21 +132,31 @@ async def get_memory(memory_id: MemoryId, principal: Caller, request: Request) -
 )
 async def forget(
     memory_id: MemoryId,
+    options: Annotated[ForgetOptions, Query()],
     principal: Caller,
     request: Request,
-    hard: Annotated[
-        bool, Query(description="Delete instead of expiring (expired stays in history).")
-    ] = False,
 ) -> ForgetResult:
     """Soft-forget (status ``expired``: never recalled, still in history) or hard-delete a memory."""
-    return await gateway_state(request).service.forget(principal, memory_id=memory_id, hard=hard)
+    return await gateway_state(request).service.forget(principal, memory_id=memory_id, **fields(options))
 
 
-@memories.post("/recall", response_model=RecallResponse, summary="Recall memories")
+@memories.post(
+    "/recall",
+    response_model=RecallResponse,
+    responses={
+        400: {
+            "model": ErrorBody,
+            "description": "Invalid field value (code invalid_request): top_k above the configured "
+            "maximum, or time_from not before time_to (field time_from); or a body that is not "
+            "UTF-8 (code invalid_encoding).",
+        }
+    },
+    summary="Recall memories",
+)
 async def recall(body: RecallRequest, principal: Caller, request: Request) -> RecallResponse:
     """The memories most relevant to the query, each with its scores and provenance; one access event
     per returned memory is published to ``memory.access.v1``."""
-    return await gateway_state(request).service.recall(principal, **body.model_dump())
+    return await gateway_state(request).service.recall(principal, **fields(body))
 
 
 @memories.post(
@@ -174,7 +176,7 @@ async def recall_feedback(
     """Label the memories a recall returned: ``used`` (and optionally ``unused``, ``wrong``,
     ``outdated``); stored in ClickHouse for tuning, one label per (query, memory), so repeating the
     call changes nothing. Returned memories not listed count as unused."""
-    return await gateway_state(request).service.feedback(principal, query_id=query_id, **body.model_dump())
+    return await gateway_state(request).service.feedback(principal, query_id=query_id, **fields(body))
 
 
 @memories.post(
@@ -184,14 +186,16 @@ async def recall_feedback(
     summary="Close a session (reflect)",
 )
 async def close_session(
-    session_id: Annotated[str, Path(min_length=1, description="The session that ended.")],
+    session_id: Annotated[
+        str, Path(min_length=1, max_length=256, pattern=NOT_BLANK, description="The session that ended.")
+    ],
     body: ReflectRequest,
     principal: Caller,
     request: Request,
 ) -> Accepted:
     """Publish a session close to ``memory.sessions.v1``: episode consolidation and semantic
     abstraction follow asynchronously."""
-    return await gateway_state(request).service.reflect(principal, session_id=session_id, **body.model_dump())
+    return await gateway_state(request).service.reflect(principal, session_id=session_id, **fields(body))
 
 
 review = APIRouter(prefix="/v1/quarantine", tags=["quarantine review (admin keys)"], responses=_ERRORS)
@@ -207,20 +211,11 @@ _ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
 
 @review.get("", response_model=QuarantineList, summary="List quarantined items")
 async def list_quarantine(
-    *,
-    principal: Caller,
-    request: Request,
-    user_id: Annotated[str | None, Query(min_length=1, max_length=256, description="Only this user.")] = None,
-    status: Annotated[
-        Literal["pending", "released", "rejected"] | None,
-        Query(description="Review status (default pending)."),
-    ] = "pending",
-    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
+    query: Annotated[QuarantineListRequest, Query()], principal: Caller, request: Request
 ) -> QuarantineList:
     """The tenant's quarantined and blocked events, redacted, with reasons, source, trust and
     external_ref. Admin keys only (403 otherwise)."""
-    service = ReviewService(gateway_state(request).resources)
-    return await service.list(principal, user_id=user_id, status=status, limit=limit)
+    return await ReviewService(gateway_state(request).resources).list(principal, **fields(query))
 
 
 @review.post("/{item_id}/release", response_model=QuarantineView, responses=_ITEM_ERRORS, summary="Release")
@@ -233,6 +228,25 @@ async def release_quarantine(item_id: ItemId, principal: Caller, request: Reques
 async def reject_quarantine(item_id: ItemId, principal: Caller, request: Request) -> QuarantineView:
     """Keep the item out of memory for good (it stays listed for the audit trail)."""
     return await ReviewService(gateway_state(request).resources).reject(principal, item_id=item_id)
+
+
+users = APIRouter(prefix="/v1/users", tags=["memory"], responses=_ERRORS)
+UserId = Annotated[str, Path(min_length=1, max_length=256, pattern=NOT_BLANK, description="The end user.")]
+
+
+@users.delete("/{user_id}", response_model=ErasureReport, summary="Forget a whole user")
+async def forget_user(user_id: UserId, principal: Caller, request: Request) -> ErasureReport:
+    """Erase every memory of the user (deleted, events tombstoned, a watermark against events still
+    in flight), its working memory and session keys in Redis and its access-log rows; answers what is
+    left in each store (nothing). Tenant-wide keys only (403 for a per-agent key)."""
+    return await ForgetService(gateway_state(request).resources).forget_user(principal, user_id=user_id)
+
+
+@users.get("/{user_id}/erasure", response_model=ErasureReport, summary="What is left of a user")
+async def erasure_report(user_id: UserId, principal: Caller, request: Request) -> ErasureReport:
+    """Counts what of the user remains in the vector store, Redis and the ClickHouse access log (all
+    0 after a complete forget). Tenant-wide keys only."""
+    return await ForgetService(gateway_state(request).resources).erasure_report(principal, user_id=user_id)
 
 
 operations = APIRouter(tags=["operations"])
@@ -280,9 +294,9 @@ async def metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-def _error_response(status: int, body: ErrorBody) -> JSONResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if status == 401 else None
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+def _error_response(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+    extra = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if status == 401 else {}
+    return JSONResponse(body.model_dump(), status_code=status, headers={**extra, **(headers or {})})
 
 
 async def _request_error(_: Request, exc: Exception) -> JSONResponse:
@@ -290,41 +304,22 @@ async def _request_error(_: Request, exc: Exception) -> JSONResponse:
     return _error_response(*wire_error(exc))
 
 
-def _validation_fix(kind: str, field: str, msg: str) -> tuple[str, str]:
-    """``(field, fix)`` for one pydantic error type: JSON syntax and body shape get a real remedy."""
-    if kind == "json_invalid":
-        return "body", f"send a syntactically valid JSON object ({msg})"
-    if field in ("", "body") and kind in ("model_attributes_type", "dict_type", "missing"):
-        return "body", "send a JSON object with the header 'Content-Type: application/json'"
-    if kind == "missing":
-        return field, f"add the required field '{field}'"
-    if kind == "extra_forbidden":
-        return field, f"remove '{field}': it is not a field of this request"
-    if kind == "timezone_aware":
-        return field, f"send '{field}' with a UTC offset, e.g. 2026-03-02T09:30:00+08:00 or ...Z"
-    return field, f"send a valid '{field}': {msg}"
-
-
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
-    loc = [str(part) for part in first.get("loc", ())]
-    field = ".".join(loc[1:] if len(loc) > 1 and loc[0] in ("body", "query", "path", "header") else loc)
-    if first.get("type") == "json_invalid":
-        field = "body"
-    field, fix = _validation_fix(str(first.get("type", "")), field, str(first.get("msg")))
-    detail = ErrorDetail(
-        code="validation_error",
-        message="; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors),
-        field=field or None,
-        fix=fix,
-    )
-    return _error_response(422, ErrorBody(error=detail))
+    return _error_response(422, ErrorBody(error=validation_detail(exc.errors())))
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's body parser: bytes that are not UTF-8
+        cause = exc.__cause__
+        detail = ErrorDetail(
+            code="invalid_encoding",
+            message=f"the request body is not UTF-8 (byte {cause.start}: {cause.reason})",
+            field="body",
+            fix="encode the JSON body as UTF-8 (RFC 8259 section 8.1)",
+        )
+        return _error_response(400, ErrorBody(error=detail))
     fix = {
         404: "see /docs or /openapi.json for the routes",
         405: f"{request.method} is not allowed here; see /openapi.json for the methods of {request.url.path}",
@@ -335,7 +330,27 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         field=None,
         fix=fix,
     )
-    return _error_response(exc.status_code, ErrorBody(error=detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # RFC 9110 section 15.5.6: Allow lists every method of the resource
+        headers["Allow"] = _allowed_methods(request)
+    return _error_response(exc.status_code, ErrorBody(error=detail), headers)
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path, found by matching the path with each
+    method (Starlette's own 405 names only the first route's, though each method is its own route)."""
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
+    return ", ".join(allowed)
 
 
 async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
@@ -351,6 +366,7 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     """Add the routers and the error handlers to ``app``."""
     app.include_router(memories)
+    app.include_router(users)
     app.include_router(review)
     app.include_router(operations)
     app.add_exception_handler(RequestError, _request_error)

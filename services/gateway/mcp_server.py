@@ -1,5 +1,15 @@
-"""MCP server of the gateway (official ``mcp`` SDK 2.3.0): tools ``retain``, ``recall``, ``reflect``,
-``feedback``, ``forget``, ``history`` and ``get`` over :class:`~services.gateway.service.MemoryService`.
+"""MCP server of the gateway (official ``mcp`` SDK 2.3.0): one tool per gateway operation, each
+generated from the operation's request model in :mod:`services.gateway.models` and calling the same
+:class:`~services.gateway.service.MemoryService` method as the HTTP route.
+
+Adding an operation is one line in :data:`TOOLS`::
+
+    tool("history", HistoryRequest, MemoryService.history, read_only=True)
+
+The tool's input schema is the request model's JSON schema (settings-dependent bounds filled in, see
+:func:`~services.gateway.models.finish_schema`), its output schema the service method's return model.
+Arguments are validated by the request model, so an unknown argument, a wrong type or a value out of
+range is refused before the service runs.
 
 Transports: streamable HTTP (mounted at ``/mcp`` by :func:`services.gateway.app.build_asgi`) or
 stdio (:func:`services.gateway.app.run_stdio`). The server's typed lifespan context is a
@@ -12,43 +22,50 @@ or ``X-API-Key``), per call; the ``/mcp`` route also refuses a request without a
 401 before the MCP layer sees it. Over stdio there are no headers (``ctx.headers`` is ``None``) and
 the principal is the one of ``HINDSIGHT_API_KEY``, resolved once at start.
 
-Errors: a :class:`~hindsight.errors.RequestError` (or a store outage) becomes a
-:class:`~mcp.server.mcpserver.exceptions.ToolError`, i.e. a tool result with ``isError`` whose text
-is ``"<code>: <message> (field: <field>; fix: <fix>)"``.
+Errors: an invalid argument, a :class:`~hindsight.errors.RequestError` or a store outage is a tool
+result with ``isError`` whose text is the HTTP error body, ``{"error": {"code", "message", "field",
+"fix"}}`` as JSON, with the same codes as HTTP (``validation_error``, ``invalid_request``,
+``not_found``, ``unauthenticated``, ``unavailable``, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import AwareDatetime, Field
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hindsight.errors import AuthenticationError, RequestError, RetryableError
-from schemas.v1 import MemoryType, Source
-from services.gateway.auth import Principal
-from services.gateway.errors import tool_error_text
+from services.gateway.errors import ErrorBody, ErrorDetail, validation_detail, wire_error
+from services.gateway.forget import ForgetService
 from services.gateway.models import (
-    Accepted,
-    FeedbackResult,
-    ForgetResult,
-    HistoryResponse,
-    MemoryDetail,
-    Order,
-    Outcome,
-    QuarantineList,
-    QuarantineView,
-    RecallResponse,
+    CloseSessionRequest,
+    FeedbackToolRequest,
+    ForgetRequest,
+    HistoryRequest,
+    MemoryRequest,
+    QuarantineItemRequest,
+    QuarantineListRequest,
+    RecallRequest,
+    RetainRequest,
+    UserRequest,
+    fields,
+    finish_schema,
 )
 from services.gateway.review import ReviewService
+from services.gateway.service import MemoryService
 from services.gateway.state import GatewayState
 
 if TYPE_CHECKING:
-    from services.gateway.service import MemoryService
+    from services.gateway.auth import Principal
 
 INSTRUCTIONS = (
     "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
@@ -59,24 +76,204 @@ INSTRUCTIONS = (
     "chain (what replaced it, what it replaced)."
 )
 
+RETAIN = (
+    "Remember something that happened. It is published to Kafka and passes the guard (PII redaction, "
+    "poisoning checks) before being stored; returns the event id once the broker accepted it."
+)
+RECALL = (
+    "Recall the user's memories most relevant to the query, each with its similarity, time weight, final "
+    "score, rank and provenance (source events and references)."
+)
+REFLECT = (
+    "Close a session or task: its turns are consolidated into an episode and recurring patterns "
+    "abstracted into facts, asynchronously."
+)
+FEEDBACK = (
+    "Say which memories a recall returned were used (and which were unused, wrong or outdated), so "
+    "thresholds and decay can be tuned from real usage; repeating it changes nothing."
+)
+FORGET = (
+    "Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted), the "
+    "memories derived from it are rebuilt without it, and re-sending its events does not bring it back."
+)
+HISTORY = (
+    "The user's memories in chronological order, with status (active, superseded, expired) and "
+    "version; or, with memory_id, that memory's version chain."
+)
+GET = (
+    "One memory and its whole version chain, walked both ways (newest first): which statement replaced "
+    "it, and which ones it replaced."
+)
+FORGET_USER = (
+    "Forget a whole user (tenant-wide key): every memory, working-memory, session and guard claim key, "
+    "access-log, quarantine and analytics row is erased and the user's events are tombstoned; answers "
+    "what is left in each store (nothing)."
+)
+ERASURE = (
+    "What of a user is left in each store (tenant-wide key): vector store, Redis, the guard's claim "
+    "counters, access log, quarantine and analytics tables."
+)
+
+QUARANTINE_LIST = (
+    "Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and "
+    "external_ref; content is redacted."
+)
+QUARANTINE_RELEASE = (
+    "Operator tool (admin key): publish a quarantined item on through the pipeline (stored once)."
+)
+QUARANTINE_REJECT = "Operator tool (admin key): keep a quarantined item out of memory for good."
+
 GatewayContext = Context[GatewayState, Any]
-T = TypeVar("T")
-
-UserId = Annotated[str, Field(min_length=1, max_length=256, description="End user the memories are about.")]
-SessionId = Annotated[
-    str, Field(min_length=1, max_length=256, description="Conversation or task session id.")
-]
-Tags = Annotated[list[str] | None, Field(description="Labels such as 'health'.")]
-Instant = Annotated[AwareDatetime | None, Field(description="ISO 8601 time with a UTC offset.")]
+ServiceCall = Callable[[GatewayState, "Principal", BaseModel], Awaitable[BaseModel]]
 
 
-@contextmanager
-def _tool_errors() -> Iterator[None]:
-    """Re-raise a request error or store outage as an MCP tool error naming the field and the fix."""
-    try:
-        yield
-    except (RequestError, RetryableError) as exc:
-        raise ToolError(tool_error_text(exc)) from exc
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: its name, the request model its arguments are, and the service call it makes."""
+
+    name: str
+    request: type[BaseModel]
+    call: ServiceCall
+    result: type[BaseModel]
+    description: str
+    annotations: ToolAnnotations
+
+
+def memory_service(state: GatewayState) -> MemoryService:
+    """The service most tools call: the gateway's :class:`MemoryService`."""
+    return state.service
+
+
+def forget_service(state: GatewayState) -> ForgetService:
+    """Whole-user erasure over the gateway's resources."""
+    return ForgetService(state.resources)
+
+
+def review_service(state: GatewayState) -> ReviewService:
+    """Quarantine review over the gateway's resources."""
+    return ReviewService(state.resources)
+
+
+def tool(
+    name: str,
+    request: type[BaseModel],
+    method: Callable[..., Awaitable[BaseModel]],
+    *,
+    service: Callable[[GatewayState], Any] = memory_service,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    description: str | None = None,
+) -> ToolSpec:
+    """A :class:`ToolSpec` calling ``method(service(state), principal, **fields(request))``.
+
+    Args:
+        name: tool name (the HTTP route's operation).
+        request: the operation's request model (``extra="forbid"``): the tool's parameters.
+        method: an unbound service method taking the principal and the request's fields as
+            keywords; its return annotation (a pydantic model) is the tool's output schema.
+        service: the service instance ``method`` belongs to, from the gateway state (default
+            :func:`memory_service`).
+        description: what the tool does, for the model; default: the request model's docstring.
+
+    Raises:
+        TypeError: ``method`` does not declare a pydantic model as its return type.
+    """
+    result = inspect.signature(method).return_annotation
+    if isinstance(result, str):  # postponed annotation: a name in the method's module
+        result = getattr(method, "__globals__", {}).get(result)
+    if not (isinstance(result, type) and issubclass(result, BaseModel)):
+        raise TypeError(f"{method.__qualname__} must declare a pydantic model as its return type")
+    text = description or (request.__doc__ or name).strip().split("\n\n", 1)[0]
+
+    async def call(state: GatewayState, principal: Principal, body: BaseModel) -> BaseModel:
+        return await method(service(state), principal, **fields(body))
+
+    hints = ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive if not read_only else None,
+        idempotent_hint=idempotent or read_only,
+    )
+    return ToolSpec(name, request, call, result, " ".join(text.split()), hints)
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    tool("retain", RetainRequest, MemoryService.retain, idempotent=True, description=RETAIN),
+    tool("recall", RecallRequest, MemoryService.recall, read_only=True, description=RECALL),
+    tool("reflect", CloseSessionRequest, MemoryService.reflect, description=REFLECT),
+    tool("feedback", FeedbackToolRequest, MemoryService.feedback, idempotent=True, description=FEEDBACK),
+    tool(
+        "forget", ForgetRequest, MemoryService.forget, destructive=True, idempotent=True, description=FORGET
+    ),
+    tool("history", HistoryRequest, MemoryService.history, read_only=True, description=HISTORY),
+    tool("get", MemoryRequest, MemoryService.get, read_only=True, description=GET),
+    tool(
+        "forget_user",
+        UserRequest,
+        ForgetService.forget_user,
+        service=forget_service,
+        destructive=True,
+        idempotent=True,
+        description=FORGET_USER,
+    ),
+    tool(
+        "erasure_report",
+        UserRequest,
+        ForgetService.erasure_report,
+        service=forget_service,
+        read_only=True,
+        description=ERASURE,
+    ),
+    tool(
+        "quarantine_list",
+        QuarantineListRequest,
+        ReviewService.list,
+        service=review_service,
+        read_only=True,
+        description=QUARANTINE_LIST,
+    ),
+    tool(
+        "quarantine_release",
+        QuarantineItemRequest,
+        ReviewService.release,
+        service=review_service,
+        idempotent=True,
+        description=QUARANTINE_RELEASE,
+    ),
+    tool(
+        "quarantine_reject",
+        QuarantineItemRequest,
+        ReviewService.reject,
+        service=review_service,
+        destructive=True,
+        idempotent=True,
+        description=QUARANTINE_REJECT,
+    ),
+)
+"""Every MCP tool of the gateway; one line per operation."""
+
+
+class _Arguments(ArgModelBase):
+    """Hands the raw arguments through unvalidated: the tool validates them against its request model
+    itself, so a refusal has the gateway's error shape rather than the SDK's text."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        """Every argument as sent."""
+        return {"arguments": dict(self.model_extra or {})}
+
+
+def error_result(detail: ErrorDetail) -> CallToolResult:
+    """A tool error whose text is the HTTP error body ``{"error": {code, message, field, fix}}`` as JSON.
+
+    No ``structuredContent``: clients (the TypeScript SDK among them) validate it against the tool's
+    output schema, which describes the success result.
+    """
+    body = ErrorBody(error=detail).model_dump(mode="json")
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))], is_error=True
+    )
 
 
 def _caller(ctx: GatewayContext) -> tuple[GatewayState, Principal]:
@@ -94,270 +291,70 @@ def _caller(ctx: GatewayContext) -> tuple[GatewayState, Principal]:
     return state, state.keys.from_headers(headers)
 
 
-async def _serve(ctx: GatewayContext, call: Callable[[MemoryService, Principal], Awaitable[T]]) -> T:
-    """What every tool does around its own call: resolve the caller's principal, run
-    ``call(service, principal)`` and turn a request error or store outage (an unknown key included)
-    into an MCP tool error."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await call(state.service, principal)
+def _decode_json_strings(request: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments whose non-string field arrived as a JSON array or object inside a string (some
+    clients send lists that way), decoded; everything else unchanged."""
+    out = dict(arguments)
+    for key, value in arguments.items():
+        field = request.model_fields.get(key)
+        if field is None or field.annotation is str or not isinstance(value, str):
+            continue
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(decoded, list | dict):
+            out[key] = decoded
+    return out
 
 
-async def retain(
-    *,
-    user_id: UserId,
-    session_id: SessionId,
-    content: Annotated[
-        str, Field(min_length=1, description="The text to remember: a turn, a note, a tool result.")
-    ],
-    ctx: GatewayContext,
-    source: Annotated[
-        Source, Field(description="Who produced it: user, assistant, tool or system.")
-    ] = "user",
-    occurred_at: Instant = None,
-    tags: Tags = None,
-    scope: Annotated[str, Field(description="'global' or 'agent:<id>'.")] = "global",
-    external_ref: Annotated[str | None, Field(description="Reference in the caller's system.")] = None,
-    event_id: Annotated[str | None, Field(description="Idempotency key; default a new UUID.")] = None,
-    speaker: Annotated[str | None, Field(description="Display name of the speaker.")] = None,
-) -> Accepted:
-    """Remember something that happened. It is published to Kafka and passes the guard (PII
-    redaction, poisoning checks) before being stored; returns the event id once the broker accepted it."""
-    return await _serve(
-        ctx,
-        lambda service, principal: service.retain(
-            principal,
-            user_id=user_id,
-            session_id=session_id,
-            content=content,
-            source=source,
-            occurred_at=occurred_at,
-            tags=tags or (),
-            scope=scope,
-            external_ref=external_ref,
-            event_id=event_id,
-            speaker=speaker,
-        ),
+def build_tool(spec: ToolSpec, limits: dict[str, int]) -> Tool:
+    """The SDK tool for ``spec``: input schema from the request model (``limits`` fill the
+    settings-dependent maxima), output schema from the result model."""
+
+    async def run(ctx: GatewayContext, arguments: dict[str, Any]) -> BaseModel | CallToolResult:
+        try:
+            body = spec.request.model_validate(_decode_json_strings(spec.request, arguments))
+        except ValidationError as exc:
+            return error_result(validation_detail(exc.errors(include_url=False)))
+        try:
+            state, principal = _caller(ctx)
+            return await spec.call(state, principal, body)
+        except (RequestError, RetryableError) as exc:
+            return error_result(wire_error(exc)[1].error)
+
+    schema = finish_schema(spec.request.model_json_schema(), limits, zone_enum=False)
+    return Tool(
+        fn=run,
+        name=spec.name,
+        title=spec.name.replace("_", " ").capitalize(),
+        description=spec.description,
+        parameters=schema,
+        fn_metadata=FuncMetadata(arg_model=_Arguments, output_model=spec.result),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=spec.annotations,
     )
 
 
-async def recall(
-    *,
-    query: Annotated[str, Field(description="What to remember, in natural language; must not be empty.")],
-    user_id: UserId,
-    ctx: GatewayContext,
-    top_k: Annotated[int | None, Field(description="How many memories: 1..15; default 5.")] = None,
-    types: Annotated[
-        list[MemoryType] | None, Field(description="Layers: working, episodic, semantic.")
-    ] = None,
-    scopes: Annotated[
-        list[str] | None, Field(description="Scopes; default every scope the key may read.")
-    ] = None,
-    tags_any: Annotated[list[str] | None, Field(description="Only memories with one of these tags.")] = None,
-    tags_exclude: Annotated[list[str] | None, Field(description="Never memories with these tags.")] = None,
-    time_from: Instant = None,
-    time_to: Instant = None,
-    reference_time: Instant = None,
-    order: Annotated[Order, Field(description="'relevance' or 'chronological'.")] = "relevance",
-    include_superseded: Annotated[bool, Field(description="Also return superseded versions.")] = False,
-) -> RecallResponse:
-    """Recall the user's memories most relevant to the query, each with its similarity, time weight,
-    final score, rank and provenance (source events and references)."""
-    return await _serve(
-        ctx,
-        lambda service, principal: service.recall(
-            principal,
-            query=query,
-            user_id=user_id,
-            top_k=top_k,
-            types=types,
-            scopes=scopes,
-            tags_any=tags_any,
-            tags_exclude=tags_exclude,
-            time_from=time_from,
-            time_to=time_to,
-            reference_time=reference_time,
-            order=order,
-            include_superseded=include_superseded,
-        ),
-    )
-
-
-async def reflect(
-    *,
-    user_id: UserId,
-    session_id: SessionId,
-    ctx: GatewayContext,
-    outcome: Annotated[Outcome, Field(description="success, failure, abandoned or unknown.")] = "unknown",
-    feedback: Annotated[str | None, Field(description="User feedback text.")] = None,
-    feedback_score: Annotated[
-        float | None, Field(ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good).")
-    ] = None,
-    task: Annotated[str | None, Field(description="What the session was for.")] = None,
-    event_count: Annotated[int | None, Field(ge=0, description="Interactions the session produced.")] = None,
-) -> Accepted:
-    """Close a session or task: its turns are consolidated into an episode and recurring patterns
-    abstracted into facts, asynchronously."""
-    return await _serve(
-        ctx,
-        lambda service, principal: service.reflect(
-            principal,
-            user_id=user_id,
-            session_id=session_id,
-            outcome=outcome,
-            feedback=feedback,
-            feedback_score=feedback_score,
-            task=task,
-            event_count=event_count,
-        ),
-    )
-
-
-IdList = Annotated[list[str] | None, Field(description="Memory ids from the recall's response.")]
-
-
-async def feedback(
-    *,
-    query_id: Annotated[str, Field(min_length=1, description="query_id of the recall response.")],
-    ctx: GatewayContext,
-    used: IdList = None,
-    unused: IdList = None,
-    wrong: IdList = None,
-    outdated: IdList = None,
-) -> FeedbackResult:
-    """Say which memories a recall returned were used (and which were unused, wrong or outdated), so
-    thresholds and decay can be tuned from real usage; repeating it changes nothing."""
-    return await _serve(
-        ctx,
-        lambda service, principal: service.feedback(
-            principal,
-            query_id=query_id,
-            used=used or (),
-            unused=unused or (),
-            wrong=wrong or (),
-            outdated=outdated or (),
-        ),
-    )
-
-
-async def forget(
-    *,
-    memory_id: Annotated[str, Field(description="Memory id from recall or history.")],
-    ctx: GatewayContext,
-    hard: Annotated[
-        bool, Field(description="Delete instead of expiring (expired stays in history).")
-    ] = False,
-) -> ForgetResult:
-    """Forget a memory: it is never recalled again (soft: kept in history as expired; hard: deleted)."""
-    return await _serve(
-        ctx, lambda service, principal: service.forget(principal, memory_id=memory_id, hard=hard)
-    )
-
-
-async def history(
-    *,
-    user_id: UserId,
-    ctx: GatewayContext,
-    session_id: Annotated[str | None, Field(description="Only this session.")] = None,
-    types: Annotated[list[MemoryType] | None, Field(description="Only these layers.")] = None,
-    include_inactive: Annotated[bool, Field(description="Include expired and superseded memories.")] = True,
-    limit: Annotated[int, Field(ge=1, description="At most this many (the newest), oldest first.")] = 100,
-    memory_id: Annotated[
-        str | None, Field(description="Only this memory's version chain (walked both ways), oldest first.")
-    ] = None,
-) -> HistoryResponse:
-    """The user's memories in chronological order, with status (active, superseded, expired) and
-    version; or, with memory_id, that memory's version chain."""
-    return await _serve(
-        ctx,
-        lambda service, principal: service.history(
-            principal,
-            user_id=user_id,
-            session_id=session_id,
-            types=types,
-            include_inactive=include_inactive,
-            limit=limit,
-            memory_id=memory_id,
-        ),
-    )
-
-
-async def get(
-    *,
-    memory_id: Annotated[str, Field(min_length=1, description="Memory id (UUID) from recall or history.")],
-    ctx: GatewayContext,
-) -> MemoryDetail:
-    """One memory and its whole version chain, walked both ways (newest first): which statement
-    replaced it, and which ones it replaced."""
-    return await _serve(ctx, lambda service, principal: service.get(principal, memory_id=memory_id))
-
-
-async def quarantine_list(
-    *,
-    ctx: GatewayContext,
-    user_id: Annotated[str | None, Field(min_length=1, max_length=256, description="Only this user.")] = None,
-    status: Annotated[
-        Literal["pending", "released", "rejected"] | None,
-        Field(description="Review status (default pending)."),
-    ] = "pending",
-    limit: Annotated[int, Field(ge=1, le=1000, description="At most this many, newest first.")] = 100,
-) -> QuarantineList:
-    """Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and
-    external_ref; content is redacted."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await ReviewService(state.resources).list(
-            principal, user_id=user_id, status=status, limit=limit
-        )
-
-
-async def quarantine_release(
-    *,
-    item_id: Annotated[str, Field(description="Item id from quarantine_list.")],
-    ctx: GatewayContext,
-) -> QuarantineView:
-    """Operator tool (admin key): publish a quarantined item on through the pipeline (stored once)."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await ReviewService(state.resources).release(principal, item_id=item_id)
-
-
-async def quarantine_reject(
-    *,
-    item_id: Annotated[str, Field(description="Item id from quarantine_list.")],
-    ctx: GatewayContext,
-) -> QuarantineView:
-    """Operator tool (admin key): keep a quarantined item out of memory for good."""
-    with _tool_errors():
-        state, principal = _caller(ctx)
-        return await ReviewService(state.resources).reject(principal, item_id=item_id)
-
-
-def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[GatewayState]:
-    """An MCP server with the memory tools (and the operator's quarantine tools); its typed lifespan
-    context is ``current_state()``, called when the server starts (the streamable-HTTP session
-    manager's ``run()``, or stdio)."""
+def build_mcp_server(
+    current_state: Callable[[], GatewayState], limits: dict[str, int], tools: Sequence[ToolSpec] = TOOLS
+) -> MCPServer[GatewayState]:
+    """An MCP server with ``tools``; its typed lifespan context is ``current_state()``, called when the
+    server starts (the streamable-HTTP session manager's ``run()``, or stdio). ``limits`` maps each
+    settings-dependent bound to its value (see :meth:`GatewaySettings.limits`)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[GatewayState]) -> AsyncIterator[GatewayState]:
         yield current_state()
 
-    server: MCPServer[GatewayState] = MCPServer(
-        "hindsight", instructions=INSTRUCTIONS, version="0.1.0", lifespan=lifespan
+    return MCPServer(
+        "hindsight",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        lifespan=lifespan,
+        tools=[build_tool(spec, limits) for spec in tools],
     )
-    server.add_tool(retain, annotations=ToolAnnotations(idempotent_hint=True))
-    server.add_tool(recall, annotations=ToolAnnotations(read_only_hint=True))
-    server.add_tool(reflect)
-    server.add_tool(feedback, annotations=ToolAnnotations(idempotent_hint=True))
-    server.add_tool(forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    server.add_tool(history, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(get, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(quarantine_list, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(quarantine_release, annotations=ToolAnnotations(idempotent_hint=True))
-    server.add_tool(
-        quarantine_reject, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True)
-    )
-    return server
 
 
-__all__ = ["INSTRUCTIONS", "GatewayContext", "build_mcp_server"]
+__all__ = ["INSTRUCTIONS", "TOOLS", "GatewayContext", "ToolSpec", "build_mcp_server", "tool"]

@@ -1,33 +1,143 @@
 """Request and response bodies of the gateway (HTTP and MCP share them); documented field by field so
-``/openapi.json`` and the MCP tool schemas describe everything."""
+``/openapi.json`` and the MCP tool schemas describe everything.
+
+Every request model is the single source of one operation's parameters: the HTTP route takes it as
+its body (or as its query parameters) and the MCP tool of the same name is generated from it
+(:mod:`services.gateway.mcp_server`), so both offer the same parameters with the same constraints,
+and both refuse an unknown parameter (``extra="forbid"``).
+
+A bound that depends on the gateway's settings (``top_k`` up to ``max_top_k``, ``limit`` up to
+``history_max``) is marked in the JSON schema with :data:`MAX_FROM_SETTING` and filled in from the
+running settings by :func:`finish_schema`, so the published documents state what this server enforces.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal
+from zoneinfo import available_timezones
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from schemas import Memory, Provenance
 from schemas.v1 import MemoryKind, MemoryStatus, MemoryType, Source
+from services.gateway.errors import NOT_BLANK, SCOPE
 
 Order = Literal["relevance", "chronological"]
 Outcome = Literal["success", "failure", "abandoned", "unknown"]
 
+MAX_FROM_SETTING = "x-maximum-from-setting"
+"""JSON-schema key naming the gateway setting whose value is the field's ``maximum``."""
+TIME_ZONES = "x-iana-time-zones"
+"""JSON-schema key marking a field whose values are the IANA zone names (an ``enum`` in OpenAPI)."""
+
+
+@cache
+def time_zone_names() -> frozenset[str]:
+    """Every IANA time zone name this machine knows (``zoneinfo.available_timezones``)."""
+    return frozenset(available_timezones())
+
+
+def _known_zone(name: str) -> str:
+    if name not in time_zone_names():
+        raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Asia/Shanghai'")
+    return name
+
+
+TimeZone = Annotated[
+    str,
+    AfterValidator(_known_zone),
+    WithJsonSchema({"type": "string", "minLength": 1, TIME_ZONES: True}),
+]
+"""An IANA time zone name, e.g. ``Asia/Shanghai``."""
+
+
+def finish_schema(schema: Any, limits: dict[str, int], *, zone_enum: bool) -> Any:
+    """``schema`` (an OpenAPI document or a JSON schema) with the settings-dependent markers resolved:
+    ``{MAX_FROM_SETTING: name}`` becomes ``{"maximum": limits[name]}`` and a :data:`TIME_ZONES` marker
+    becomes the ``enum`` of :func:`time_zone_names` (``zone_enum``; OpenAPI) or is dropped (MCP tool
+    schemas, where 600 names would cost every client's context window for a check the server makes
+    anyway). Pure; returns a new structure.
+    """
+    if isinstance(schema, list):
+        return [finish_schema(item, limits, zone_enum=zone_enum) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: finish_schema(v, limits, zone_enum=zone_enum) for k, v in schema.items()}
+    setting = out.pop(MAX_FROM_SETTING, None)
+    if setting is not None:
+        out["maximum"] = limits[setting]
+    if out.pop(TIME_ZONES, None) and zone_enum:
+        out["enum"] = sorted(time_zone_names())
+    return out
+
+
+def json_integer(value: Any) -> Any:
+    """Before-validator of an integer field: JSON ``true``/``false`` and ``"3"`` are not JSON-Schema
+    integers (``3.0`` is); pydantic's lax mode would take them."""
+    if isinstance(value, bool | str):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+def json_time(value: Any) -> Any:
+    """Before-validator of a date-time field: only a string (or null); pydantic's lax mode would read a
+    number as a Unix time."""
+    if value is not None and not isinstance(value, str):
+        raise PydanticCustomError(
+            "datetime_type", "Input should be an RFC 3339 date-time string, e.g. 2026-03-02T09:30:00+08:00"
+        )
+    return value
+
 
 class _Body(BaseModel):
+    """A request: unknown fields are refused. JSON bodies take exactly what their JSON schema allows
+    (:func:`json_integer`, :func:`json_time`, ``StrictBool``, ``StrictFloat``), so ``0`` is not a boolean,
+    ``false`` not a count and a number not a time; query-parameter models stay lax (query values
+    arrive as strings)."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+def fields(body: BaseModel) -> dict[str, Any]:
+    """A request's fields as keyword arguments for the service (one level: values stay as validated)."""
+    return {name: getattr(body, name) for name in type(body).model_fields}
+
+
+UserIdField = Annotated[
+    str,
+    Field(min_length=1, max_length=256, pattern=NOT_BLANK, description="End user the memories are about."),
+]
+SessionIdField = Annotated[
+    str,
+    Field(min_length=1, max_length=256, pattern=NOT_BLANK, description="Conversation or task session."),
+]
+MemoryIdField = Annotated[
+    str, Field(min_length=1, max_length=256, description="Memory id (UUID) from recall or history.")
+]
 
 
 class RetainRequest(_Body):
     """Something that happened, to remember; it is published to ``memory.interactions.v1`` and
     passes the guard before anything is stored."""
 
-    user_id: str = Field(min_length=1, max_length=256, description="End user the interaction is about.")
-    session_id: str = Field(min_length=1, max_length=256, description="Conversation or task session.")
+    user_id: UserIdField
+    session_id: SessionIdField
     content: str = Field(
         min_length=1,
         max_length=100_000,
-        pattern=r"\S",
+        pattern=NOT_BLANK,
         description="The text: a turn, a note, a tool result; must contain a non-whitespace character.",
     )
     source: Source = Field("user", description="Who produced it; sets the initial confidence (source trust).")
@@ -37,7 +147,7 @@ class RetainRequest(_Body):
     tags: list[str] = Field(default_factory=list, description="Labels such as 'health'.")
     scope: str = Field(
         "global",
-        pattern=r"^(global|agent:[^\s]+)$",
+        pattern=SCOPE,
         description="'global' (every agent of the tenant) or 'agent:<id>' (that agent only).",
     )
     external_ref: str | None = Field(None, max_length=512, description="Reference in the caller's system.")
@@ -56,6 +166,8 @@ class RetainRequest(_Body):
         description="Agent that produced it (ignored for a per-agent key).",
     )
 
+    _times = field_validator("occurred_at", mode="before")(json_time)
+
 
 class Accepted(BaseModel):
     """An event was published to Kafka (acknowledged by the broker); processing is asynchronous."""
@@ -65,12 +177,22 @@ class Accepted(BaseModel):
 
 
 class RecallRequest(_Body):
-    """A recall query (DESIGN.md section 5)."""
+    """A recall query (DESIGN.md section 5). The time window is ``[time_from, time_to)``: when both are
+    sent, ``time_from`` must be before ``time_to`` (else 400 ``invalid_request`` naming ``time_from``;
+    JSON Schema cannot state a rule between two fields, so the server checks it)."""
 
-    query: str = Field(description="Natural-language query; must not be empty.")
-    user_id: str = Field(min_length=1, max_length=256, description="Whose memories to search.")
+    query: str = Field(
+        min_length=1,
+        max_length=10_000,
+        pattern=NOT_BLANK,
+        description="Natural-language query; must contain a non-whitespace character.",
+    )
+    user_id: UserIdField
     top_k: int | None = Field(
-        None, description="How many memories to return: 1..max (15 by default); default 5."
+        None,
+        ge=1,
+        json_schema_extra={MAX_FROM_SETTING: "max_top_k"},
+        description="How many memories to return: 1..maximum (15 unless configured); default 5.",
     )
     types: list[MemoryType] | None = Field(None, description="Memory layers to search; default all.")
     kinds: list[MemoryKind] | None = Field(
@@ -83,46 +205,109 @@ class RecallRequest(_Body):
     )
     tags_any: list[str] | None = Field(None, description="Only memories with at least one of these tags.")
     tags_exclude: list[str] | None = Field(None, description="Never memories with any of these tags.")
-    time_from: AwareDatetime | None = Field(None, description="Only memories created at or after this time.")
-    time_to: AwareDatetime | None = Field(None, description="Only memories created before this time.")
+    time_from: AwareDatetime | None = Field(
+        None, description="Only memories created at or after this time; before time_to when both are sent."
+    )
+    time_to: AwareDatetime | None = Field(
+        None, description="Only memories created before this time; after time_from when both are sent."
+    )
     reference_time: AwareDatetime | None = Field(
         None, description="'Now' for time weighting (ages are measured to it); default the current time."
     )
     order: Order = Field(
         "relevance", description="'relevance' (best first) or 'chronological' (oldest first)."
     )
-    include_superseded: bool = Field(
+    include_superseded: StrictBool = Field(
         False,
         description="Also return superseded (older) versions, marked status 'superseded' with "
         "superseded_by; by default only the current version of each version chain is returned.",
     )
-    time_zone: str | None = Field(
+    time_zone: TimeZone | None = Field(
         None,
-        min_length=1,
         description="The caller's IANA time zone (e.g. 'Asia/Shanghai') for 'yesterday', 'last week'.",
     )
     token_budget: int | None = Field(
         None, ge=1, le=100_000, description="Most tokens of memory text to return (default 2,000)."
     )
-    rerank: bool | None = Field(None, description="Rerank candidates with the reranker (default: settings).")
+    rerank: StrictBool | None = Field(
+        None, description="Rerank candidates with the reranker (default: settings)."
+    )
     recency: Literal["auto", "on", "off"] = Field(
         "auto",
         description="Blend recency into the ranking: 'auto' when the query asks for the current state "
         "('latest', 'now'), or always 'on' / 'off'.",
     )
 
+    _ints = field_validator("top_k", "token_budget", mode="before")(json_integer)
+    _times = field_validator("time_from", "time_to", "reference_time", mode="before")(json_time)
+
 
 class ReflectRequest(_Body):
-    """A session or task has ended: triggers episode consolidation and semantic abstraction."""
+    """A session or task has ended: triggers episode consolidation and semantic abstraction (HTTP body
+    of ``POST /v1/sessions/{session_id}/close``)."""
 
-    user_id: str = Field(min_length=1, max_length=256, description="End user of the session.")
+    user_id: UserIdField
     outcome: Outcome = Field("unknown", description="How the task ended.")
     feedback: str | None = Field(None, max_length=10_000, description="User feedback text.")
-    feedback_score: float | None = Field(None, ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good).")
+    feedback_score: StrictFloat | None = Field(None, ge=-1.0, le=1.0, description="-1 (bad) .. 1 (good).")
     task: str | None = Field(None, max_length=2_000, description="What the session was for.")
     event_count: int | None = Field(
-        None, ge=0, description="Interaction events the session produced (reflection waits for them)."
+        None,
+        ge=0,
+        description="Interaction events the session produced: reflection waits for them, at most the "
+        "reflect stage's grace period (HINDSIGHT_REFLECT_CLOSE_GRACE_S, 30 s by default).",
     )
+
+    _ints = field_validator("event_count", mode="before")(json_integer)
+
+
+class CloseSessionRequest(ReflectRequest):
+    """``reflect`` over MCP: the session id and the body of ``POST /v1/sessions/{session_id}/close``."""
+
+    session_id: SessionIdField
+
+
+class HistoryRequest(_Body):
+    """A user's memories in chronological order (the query parameters of ``GET /v1/memories``)."""
+
+    user_id: UserIdField
+    session_id: str | None = Field(None, min_length=1, max_length=256, description="Only this session.")
+    types: list[MemoryType] | None = Field(None, description="Only these layers.")
+    include_inactive: bool = Field(True, description="Include expired and superseded memories.")
+    limit: int = Field(
+        100,
+        ge=1,
+        json_schema_extra={MAX_FROM_SETTING: "history_max"},
+        description="At most this many (the newest), oldest first; 1..maximum (1,000 unless configured).",
+    )
+    memory_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="Only this memory's version chain (walked both ways), oldest first.",
+    )
+
+
+class MemoryRequest(_Body):
+    """One memory by id (``GET /v1/memories/{memory_id}``)."""
+
+    memory_id: MemoryIdField
+
+
+class ForgetOptions(_Body):
+    """How to forget (the query parameters of ``DELETE /v1/memories/{memory_id}``)."""
+
+    hard: bool = Field(
+        False,
+        description="Delete instead of expiring (expired stays in history). Either way every memory "
+        "derived from it is rebuilt without it and its events are tombstoned.",
+    )
+
+
+class ForgetRequest(ForgetOptions):
+    """``forget`` over MCP: the memory id and the options of ``DELETE /v1/memories/{memory_id}``."""
+
+    memory_id: MemoryIdField
 
 
 class Scores(BaseModel):
@@ -204,6 +389,11 @@ class RecalledMemory(MemoryView):
         0, ge=0, description="Tokens of this memory's text and its evidence (counted for the budget)."
     )
     duplicates: list[str] = Field(default_factory=list, description="Near-identical memories folded into it.")
+    trimmed: bool = Field(
+        False,
+        description="The content is an excerpt cut to the token budget (the memory alone was larger than "
+        "the budget); get the whole memory by id.",
+    )
     evidence: list[Evidence] = Field(
         default_factory=list, description="Facts: the turns the fact was extracted from (its evidence)."
     )
@@ -254,6 +444,18 @@ class FeedbackRequest(_Body):
     )
 
 
+QueryIdField = Annotated[
+    str, Field(min_length=1, max_length=64, description="query_id of the recall response.")
+]
+
+
+class FeedbackToolRequest(FeedbackRequest):
+    """``feedback`` over MCP: the recall's query id and the body of
+    ``POST /v1/recall/{query_id}/feedback``."""
+
+    query_id: QueryIdField
+
+
 class FeedbackResult(BaseModel):
     """Feedback recorded: one label per (query, memory); sending it again changes nothing."""
 
@@ -268,9 +470,39 @@ class ForgetResult(BaseModel):
     status: Literal["expired", "deleted"] = Field(
         description="'expired' (soft: kept for history, never recalled) or 'deleted' (hard)."
     )
+    derived: list[str] = Field(
+        default_factory=list,
+        description="Memories derived from it (episodes, facts, lessons) rebuilt without it, or forgotten "
+        "with it when it was their only source.",
+    )
+    tombstoned_events: int = Field(
+        0, ge=0, description="Its source events, tombstoned: re-sending them does not bring it back."
+    )
     also_forgotten: list[str] = Field(
         default_factory=list,
         description="Memories forgotten with it: facts extracted from it and duplicates merged into it.",
+    )
+
+
+class UserRequest(_Body):
+    """One end user (``DELETE /v1/users/{user_id}``, ``GET /v1/users/{user_id}/erasure``)."""
+
+    user_id: UserIdField
+
+
+class ErasureReport(BaseModel):
+    """What is left of a user in each store (``forget_user`` erases it all; tenant-wide keys only)."""
+
+    user_id: str = Field(description="The user.")
+    complete: bool = Field(description="True when nothing of the user remains in any store below.")
+    remaining: dict[str, int] = Field(
+        description="Store -> what of the user remains: 'vector_store' (memories, any status), 'redis' "
+        "(working memory, session ledger and reflection keys), 'guard_claims' (the guard's claim verdicts "
+        "and entries of the user's events), 'access_log', 'quarantine' and 'analytics' (recall log, "
+        "candidates, feedback, memory inventory) ClickHouse rows."
+    )
+    forgotten_at: AwareDatetime | None = Field(
+        None, description="When the user was forgotten: events of the user that happened before are dropped."
     )
 
 
@@ -311,6 +543,14 @@ class QuarantineListRequest(_Body):
         "pending", description="Only items with this review status (null: all)."
     )
     limit: int = Field(100, ge=1, le=1000, description="At most this many, newest first.")
+
+
+class QuarantineItemRequest(_Body):
+    """One quarantined item (``POST /v1/quarantine/{item_id}/release|reject``; admin keys only)."""
+
+    item_id: str = Field(
+        min_length=1, max_length=256, description="Quarantine item id from GET /v1/quarantine."
+    )
 
 
 class QuarantineView(BaseModel):

@@ -48,6 +48,7 @@ from schemas import (
 from schemas.v1 import FeedbackLabel
 from services.gateway.auth import Principal
 from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError, RecallNotFoundError
+from services.gateway.forget import ForgetService
 from services.gateway.metrics import LOG_BUILD, RECALLED, observe
 from services.gateway.models import (
     Accepted,
@@ -130,6 +131,7 @@ def wire_memory(hit: RankedMemory) -> RecalledMemory:
             "rank": hit.rank,
             "tokens": hit.tokens,
             "duplicates": list(hit.duplicates),
+            "trimmed": hit.trimmed,
         }
     )
 
@@ -572,6 +574,15 @@ class MemoryService:
             StoreUnavailableError: ClickHouse or Kafka failed.
         """
         with observe("feedback"):
+            # the recall first: a request for no recall of this tenant is 404 whatever its body (the
+            # rules below span several lists, which the request's JSON schema cannot state)
+            owner = self._recent.get(principal.tenant_id, query_id)
+            if owner is None:
+                owner = await asyncio.to_thread(
+                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
+                )
+            if owner is None:
+                raise RecallNotFoundError(query_id)
             labels: dict[str, FeedbackLabel] = {}
             for name, ids in (("used", used), ("unused", unused), ("wrong", wrong), ("outdated", outdated)):
                 for memory_id in ids:
@@ -589,13 +600,6 @@ class MemoryService:
                     fix="list the ids of the returned memories the agent used (and optionally unused, "
                     "wrong, outdated)",
                 )
-            owner = self._recent.get(principal.tenant_id, query_id)
-            if owner is None:
-                owner = await asyncio.to_thread(
-                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
-                )
-            if owner is None:
-                raise RecallNotFoundError(query_id)
             stray = sorted(set(labels) - owner.returned)
             if stray:
                 field = labels[stray[0]]
@@ -661,7 +665,9 @@ class MemoryService:
 
     async def forget(self, principal: Principal, *, memory_id: str, hard: bool = False) -> ForgetResult:
         """Forget one of the caller's memories: soft (``status='expired'``, ``valid_to`` and
-        ``expired_ts`` = now; kept for history, never recalled) or hard (deleted).
+        ``expired_ts`` = now; kept for history, never recalled) or hard (deleted). Its events are
+        tombstoned and every memory derived from it is rebuilt without it
+        (:class:`~services.gateway.forget.ForgetService`).
 
         Version chains stay consistent (:meth:`hindsight.chains.ChainEditor.detach`): the newer
         version of a forgotten one now follows the older one; forgetting the newest version makes the
@@ -691,20 +697,15 @@ class MemoryService:
                             targets.append(duplicate)
                 return editor.changes(), targets
 
+            # version chains first (main's ChainEditor), then the forgetting itself: tombstones,
+            # working memory and every memory derived over provenance (ForgetService)
             changes, targets = await asyncio.to_thread(plan)
-            for changed_id, fields in changes.items():
-                await asyncio.to_thread(store.set_payload, [changed_id], fields)
-            also = targets[1:]
-            if hard:
-                await asyncio.to_thread(store.delete, targets)
-                return ForgetResult(id=record.id, status="deleted", also_forgotten=also)
-            now = datetime.now(UTC)
-            updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
-            current = await asyncio.to_thread(store.retrieve, targets)
-            live = [r.id for r in current if r.payload.get("status") != "expired"]
-            if live:
-                await asyncio.to_thread(store.set_payload, live, updates)
-            return ForgetResult(id=record.id, status="expired", also_forgotten=also)
+            for changed_id, fields_ in changes.items():
+                await asyncio.to_thread(store.set_payload, [changed_id], fields_)
+            also = [r.payload for r in await asyncio.to_thread(store.retrieve, targets[1:])]
+            return await ForgetService(self._resources).forget(
+                principal, record.payload, hard=hard, also=also
+            )
 
     async def get(self, principal: Principal, *, memory_id: str) -> MemoryDetail:
         """One of the caller's memories and its whole version chain, walked both ways, newest first.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from hindsight.errors import ConfigurationError
 from hindsight.recall import SIMILARITY_FLOOR, TOP_K_DEFAULT, TOP_K_MAX
-from hindsight.settings import RuntimeSettings, require_secret
+from hindsight.settings import RuntimeSettings, require_strong_key
 from services.gateway.auth import Principal, parse_api_keys
 
 DEV_KEY = "dev-local-key"
@@ -21,10 +21,12 @@ class GatewaySettings(BaseSettings):
 
     ``api_keys`` is given in the environment as ``KEY=TENANT[:AGENT][,KEY2=TENANT2[:AGENT2]]`` or as
     JSON. Unset, local mode accepts ``dev-local-key`` for tenant ``default``; production mode
-    (``HINDSIGHT_MODE=production``) needs explicit keys and refuses every key starting ``dev-``.
+    (``HINDSIGHT_MODE=production``) needs explicit keys, refuses every key starting ``dev-`` and every
+    key shorter than 32 characters or with less than 3 bits of entropy per character
+    (:func:`hindsight.settings.require_strong_key`; ``openssl rand -hex 32`` makes a good key).
 
     Raises:
-        ConfigurationError: production mode with no keys, or with a ``dev-`` / placeholder key.
+        ConfigurationError: production mode with no keys, or with a ``dev-`` / placeholder / weak key.
         pydantic.ValidationError: a malformed value (bad key list, ``default_top_k`` > ``max_top_k``).
     """
 
@@ -95,8 +97,13 @@ class GatewaySettings(BaseSettings):
                 "HINDSIGHT_GATEWAY_API_KEYS holds no key: the gateway would refuse every call"
             )
         for key in self.api_keys:
-            require_secret(mode, "every key in HINDSIGHT_GATEWAY_API_KEYS", SecretStr(key))
+            require_strong_key(mode, "HINDSIGHT_GATEWAY_API_KEYS", key)
         return self
+
+    def limits(self) -> dict[str, int]:
+        """The settings-dependent bounds the request models mark (``MAX_FROM_SETTING``): setting name
+        -> value, filled into the OpenAPI document and the MCP tool schemas."""
+        return {"max_top_k": self.max_top_k, "history_max": self.history_max}
 
     def keys(self) -> dict[str, Principal]:
         """The configured API keys (never empty after validation)."""

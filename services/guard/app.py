@@ -9,8 +9,9 @@ from __future__ import annotations
 from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
+from hindsight.stores.tombstones import Tombstones
 from schemas import Topic
-from services.guard.claims import ClaimBursts, ClaimBurstSettings
+from services.guard.claims import ClaimBursts, ClaimBurstSettings, key_prefix
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import BurstDetector
 from services.guard.policy import GuardPolicy
@@ -30,8 +31,10 @@ def policy_from(cfg: GuardSettings) -> GuardPolicy:
 
 
 async def register(resources: Resources, settings: GuardSettings | None = None) -> None:
-    """Subscribe the guard stage and the quarantine sink."""
+    """Subscribe the guard stage and the quarantine sink; both drop the events of forgotten users
+    (Redis tombstones)."""
     cfg = settings or GuardSettings()
+    tombstones = Tombstones(await resources.redis())
     claims = ClaimBursts(
         await resources.redis(),
         ClaimBurstSettings(
@@ -40,16 +43,18 @@ async def register(resources: Resources, settings: GuardSettings | None = None) 
             min_origins=cfg.claim_min_origins,
             min_chars=cfg.repeat_min_chars,
         ),
-        prefix=f"{resources.settings.kafka.group_prefix}:guard",
+        prefix=key_prefix(resources.settings.kafka.group_prefix),
     )
     stage = GuardStage(
         policy_from(cfg),
         BurstDetector(limit=cfg.burst_limit, window_s=cfg.burst_window_s),
         classifier=InstructionClassifier.load() if cfg.classifier else None,
         claims=claims,
+        tombstones=tombstones,
     )
     resources.subscribe(stage, [Topic.INTERACTIONS], "guard")
-    resources.subscribe(QuarantineSinkStage(resources.quarantine()), [Topic.QUARANTINE], "quarantine")
+    sink = QuarantineSinkStage(resources.quarantine(), tombstones=tombstones)
+    resources.subscribe(sink, [Topic.QUARANTINE], "quarantine")
 
 
 def create_app() -> FastStream:

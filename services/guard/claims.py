@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from redis.exceptions import RedisError
 
@@ -181,3 +181,72 @@ class ClaimBursts:
         except RedisError as exc:
             raise StoreUnavailableError(f"guard claim counter (Redis) failed: {exc}") from exc
         return flagged
+
+
+def key_prefix(group_prefix: str) -> str:
+    """The Redis key prefix of the guard's claim counters in a deployment (``<group prefix>:guard``)."""
+    return f"{group_prefix}:guard"
+
+
+def _glob(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _event_of(member: bytes | str, ids: set[str]) -> bool:
+    """Whether a claim member (``event_id|origin``) is one of ``ids`` (an id may itself hold '|')."""
+    text = member.decode() if isinstance(member, bytes) else member
+    return any(text[:i] in ids for i, c in enumerate(text) if c == "|")
+
+
+async def _claims_of(
+    redis: Redis, prefix: str, tenant_id: str, ids: set[str]
+) -> dict[str, list[bytes | str]]:
+    """Claim key -> its members that are events of ``ids`` (a ``SCAN`` of the tenant's claim keys,
+    which live ``2 * window_s`` at most)."""
+    found: dict[str, list[bytes | str]] = {}
+    async for key in redis.scan_iter(match=f"{_glob(f'{prefix}:claim:{tenant_id}:')}*", count=500):
+        everything = cast("list[bytes | str]", await redis.zrange(key, 0, -1))
+        members = [m for m in everything if _event_of(m, ids)]
+        if members:
+            found[key.decode() if isinstance(key, bytes) else key] = members
+    return found
+
+
+async def erase_events(redis: Redis, prefix: str, tenant_id: str, event_ids: set[str]) -> int:
+    """Forget these events in the claim counters (issue 13, defect 7: whole-user erasure): their
+    verdicts and their entries in every claim of the tenant. Returns how many keys and entries went.
+
+    Raises:
+        StoreUnavailableError: Redis failed (erasure is idempotent: call again).
+    """
+    if not event_ids:
+        return 0
+    try:
+        removed = 0
+        verdicts = [f"{prefix}:verdict:{tenant_id}:{e}" for e in sorted(event_ids)]
+        for start in range(0, len(verdicts), 500):
+            removed += int(await redis.delete(*verdicts[start : start + 500]))
+        for key, members in (await _claims_of(redis, prefix, tenant_id, event_ids)).items():
+            removed += int(await redis.zrem(key, *members))
+    except RedisError as exc:
+        raise StoreUnavailableError(f"guard claim erase (Redis) failed: {exc}") from exc
+    return removed
+
+
+async def held_events(redis: Redis, prefix: str, tenant_id: str, event_ids: set[str]) -> int:
+    """How many verdicts and claim entries of these events the counters still hold.
+
+    Raises:
+        StoreUnavailableError: Redis failed.
+    """
+    if not event_ids:
+        return 0
+    try:
+        verdicts = [f"{prefix}:verdict:{tenant_id}:{e}" for e in sorted(event_ids)]
+        held = 0
+        for start in range(0, len(verdicts), 500):
+            held += int(await redis.exists(*verdicts[start : start + 500]))
+        claims = await _claims_of(redis, prefix, tenant_id, event_ids)
+    except RedisError as exc:
+        raise StoreUnavailableError(f"guard claim read (Redis) failed: {exc}") from exc
+    return held + sum(len(members) for members in claims.values())

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.stores.tombstones import buried_in
 from schemas import QuarantineRecord
 
 if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
     from hindsight.stores.quarantine import QuarantineStore
+    from hindsight.stores.tombstones import Tombstones
 
 
 class QuarantineSinkStage:
@@ -24,8 +26,9 @@ class QuarantineSinkStage:
 
     name = "guard.quarantine"
 
-    def __init__(self, store: QuarantineStore) -> None:
+    def __init__(self, store: QuarantineStore, *, tombstones: Tombstones | None = None) -> None:
         self._store = store
+        self._tombstones = tombstones
 
     def parse(self, topic: str, raw: bytes) -> QuarantineRecord:
         """Validate a quarantine record."""
@@ -39,5 +42,12 @@ class QuarantineSinkStage:
         Raises:
             StoreUnavailableError: ClickHouse failed (retried; nothing committed).
         """
-        await asyncio.to_thread(self._store.add, [env.event for env in batch])
+        records = [env.event for env in batch]
+        # a record of a user forgotten after the guard judged it (it was in flight) is not stored
+        forgotten = await buried_in(
+            self._tombstones, ((r.tenant_id, r.user_id, r.event_id, r.quarantined_at) for r in records)
+        )
+        kept = [r for r in records if r.event_id not in forgotten]
+        if kept:
+            await asyncio.to_thread(self._store.add, kept)
         return ()

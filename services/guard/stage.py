@@ -17,12 +17,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.stores.tombstones import buried_in
 from schemas import GuardedEvent, InteractionEvent, QuarantineRecord, Topic, partition_key
 from services.guard.poisoning import BurstDetector
 from services.guard.policy import GuardDecision, GuardPolicy, evaluate, redact_field
 
 if TYPE_CHECKING:
     from hindsight.publisher import EventPublisher
+    from hindsight.stores.tombstones import Tombstones
     from services.guard.claims import ClaimBursts
     from services.guard.classifier import InstructionClassifier
 
@@ -51,7 +53,9 @@ class GuardStage:
         classifier: InstructionClassifier | None = None,
         claims: ClaimBursts | None = None,
         seen_max: int = 100_000,
+        tombstones: Tombstones | None = None,
     ) -> None:
+        self._tombstones = tombstones
         self._policy = policy
         self._burst = burst
         self._classifier = classifier
@@ -167,10 +171,16 @@ class GuardStage:
         """Guard every event; publish guarded or quarantined records.
 
         Raises:
-            StoreUnavailableError: the claim counter (Redis) failed; the batch is retried and the
-                stored verdicts make the retry idempotent.
+            StoreUnavailableError: the claim counter or the tombstones (Redis) failed; the batch is
+                retried and the stored verdicts make the retry idempotent.
         """
         events = [env.event for env in batch]
+        # an event of a forgotten user (by id, or from before the user's erasure) is dropped here, so
+        # it reaches no claim counter, no quarantine and no memory (issue 13, defect 7)
+        forgotten = await buried_in(
+            self._tombstones, ((e.tenant_id, e.user_id, e.event_id, e.occurred_at) for e in events)
+        )
+        events = [e for e in events if e.event_id not in forgotten]
         claim_bursts = await self._claims.observe(events) if self._claims is not None else set()
         for event in events:
             verdict = self.guard(event, claim_burst=event.event_id in claim_bursts)

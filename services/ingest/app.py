@@ -12,7 +12,9 @@ from faststream import FastStream
 
 from hindsight.consistency import ConsistencyCheck, ConsistencySettings
 from hindsight.runtime import Resources, service_app
+from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
+from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.working_memory import WorkingMemory
 from schemas import Topic
 from services.ingest.embed import EmbedStage
@@ -31,7 +33,13 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
     if "trigger" in cfg.stages:
         redis = await resources.redis()
         working = WorkingMemory(redis, capacity=cfg.working_capacity, lam=cfg.working_lambda)
-        stage = WriteTriggerStage(working, SessionLedger(redis), threshold=cfg.keep_threshold)
+        stage = WriteTriggerStage(
+            working,
+            SessionLedger(redis),
+            threshold=cfg.keep_threshold,
+            reflections=ReflectionQueue(redis),
+            tombstones=Tombstones(redis),
+        )
         resources.subscribe(stage, [Topic.GUARDED], "ingest-trigger")
     if "embed" in cfg.stages:
         ledger = SessionLedger(await resources.redis())
@@ -51,6 +59,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             ledger,
             lexical=resources.lexical(),
             consistency=consistency,
+            tombstones=Tombstones(await resources.redis()),
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
     if "reconcile" in cfg.stages:

@@ -30,6 +30,7 @@ from hindsight.consistency import Hold
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.inference.embedder import embed_passages_async
 from hindsight.records import PENDING, RECONCILE_STATE, from_payload, memory_from_candidate, to_payload
+from hindsight.stores.tombstones import buried_in
 from hindsight.stores.vector import VectorRecord
 from hindsight.text import speaker_text
 from schemas import Memory, MemoryCandidate, MemoryStoredEvent, QuarantineRecord, Topic, partition_key
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
     from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.tombstones import Tombstones
     from hindsight.stores.vector import VectorStore
 
 
@@ -82,7 +84,9 @@ class EmbedStage:
         *,
         lexical: LexicalEncoder | None = None,
         consistency: ConsistencyCheck | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
+        self._tombstones = tombstones
         self._consistency = consistency
         self._store = store
         self._lexical = lexical
@@ -102,7 +106,13 @@ class EmbedStage:
             StoreUnavailableError / ModelUnavailableError: retried by the runtime; nothing committed.
         """
         unique = list({env.event.memory_id: env.event for env in batch}.values())
-        await self._store_batch(unique, out)
+        forgotten = await buried_in(
+            self._tombstones,
+            ((c.tenant_id, c.user_id, e, c.occurred_at) for c in unique for e in c.provenance.event_ids),
+        )
+        # a candidate of a forgotten event (in flight, redelivered or replayed) is not stored: it is
+        # only marked stored below, so reflection does not wait for it
+        await self._store_batch([c for c in unique if forgotten.isdisjoint(c.provenance.event_ids)], out)
         sessions: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for c in unique:
             sessions[(c.tenant_id, c.user_id, c.session_id)].append(c.memory_id)

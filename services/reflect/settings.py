@@ -16,6 +16,12 @@ class ReflectSettings(BaseSettings):
     close_grace_s: float = Field(
         30.0, ge=0.0, description="Max seconds to wait for a session's turns before consolidating anyway."
     )
+    recheck_s: float = Field(
+        0.5, gt=0.0, description="First wait before a parked close is checked again (doubles, at most 5 s)."
+    )
+    sweep_interval_s: float = Field(
+        1.0, gt=0.0, description="Seconds between looks at the parked closes when none was due."
+    )
     key_points: int = Field(5, ge=1, description="Most important turns quoted in an episode summary.")
     batch_size: int = Field(
         4, ge=1, description="Session closes per consumed batch (each costs an embedding)."

@@ -4,7 +4,9 @@ Consumes ``memory.sessions.v1``. For each closed session:
 
 1. wait (bounded by ``close_grace_s``) until the write-trigger has processed ``event_count`` events
    of the session and the embed stage has stored (or merged) every turn memory it kept: a close
-   that overtakes its own turns is retried (``SessionNotReadyError``) instead of producing a partial episode;
+   that overtakes its own turns is *parked* (:class:`~hindsight.stores.reflection_queue.ReflectionQueue`)
+   and reflected by :meth:`ReflectStage.sweep` when its turns are in or its grace period is over, so
+   it never holds up its partition (a user claiming ``event_count = 10**12`` delays no one else);
 2. build the episode from the session's turn memories (:func:`build_episode`), embed and upsert it
    (an existing episode keeps its access history), publish it on ``memory.episodes.v1``;
 3. lessons: with feedback, or a task with a known outcome, write semantic ``lesson`` memories
@@ -13,7 +15,8 @@ Consumes ``memory.sessions.v1``. For each closed session:
    or supersedes a contradicted one;
 4. K-of-M abstraction over the user's last M episodes into semantic memories (new or updated);
 5. publish the :class:`~schemas.ReflectionResult` and clear the session's working memory (its items
-   are summarised in the episode).
+   are summarised in the episode); mark the session reflected, so a turn that arrives later (ingest
+   lagging past the grace period) reopens it and the episode is rebuilt with that turn.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from hindsight.consumer import Envelope, Rejection, parse_model
-from hindsight.errors import NotReadyError
+from hindsight.errors import RetryableError
 from hindsight.ids import stable_id
 from hindsight.pii import redact
 from hindsight.records import (
@@ -39,6 +42,7 @@ from hindsight.records import (
     with_merged_provenance,
 )
 from hindsight.redaction import redact_session_close
+from hindsight.stores.tombstones import buried_in
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
 from schemas import (
@@ -59,17 +63,15 @@ if TYPE_CHECKING:
     from hindsight.inference.embedder import Embedder
     from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
+    from hindsight.stores.reflection_queue import ReflectionQueue
     from hindsight.stores.session_ledger import SessionLedger
+    from hindsight.stores.tombstones import Tombstones
     from hindsight.stores.vector import VectorStore
     from hindsight.stores.working_memory import WorkingMemory
     from services.reflect.settings import ReflectSettings
 
 log = logging.getLogger("hindsight.reflect")
 _SCROLL_PAGE = 512
-
-
-class SessionNotReadyError(NotReadyError):
-    """The session's turns are still in flight; retry the close event later (an expected wait)."""
 
 
 def redacted(close: SessionClosedEvent) -> SessionClosedEvent:
@@ -105,6 +107,14 @@ class LessonWriter(Protocol):
         ...
 
 
+MAX_RECHECK_S = 5.0
+"""Longest wait between two checks of a parked close."""
+LEASE_S = 60.0
+"""How long a claimed parked close is hidden from other sweepers (a reflection takes well under it)."""
+SWEEP_BATCH = 16
+"""Parked closes one sweep claims at most."""
+
+
 class ReflectStage:
     """Reflection: episode consolidation and K-of-M semantic abstraction."""
 
@@ -118,9 +128,12 @@ class ReflectStage:
         working: WorkingMemory,
         settings: ReflectSettings,
         *,
+        queue: ReflectionQueue,
         lexical: LexicalEncoder | None = None,
+        tombstones: Tombstones | None = None,
         lesson_writer: LessonWriter | None = None,
     ) -> None:
+        self._tombstones = tombstones
         self._lesson_writer = lesson_writer
         self._store = store
         self._lexical = lexical
@@ -128,7 +141,7 @@ class ReflectStage:
         self._ledger = ledger
         self._working = working
         self._cfg = settings
-        self._first_seen: dict[str, float] = {}
+        self._queue = queue
 
     def parse(self, topic: str, raw: bytes) -> SessionClosedEvent:
         """Validate a session-closed event; its ``task`` and ``feedback`` are redacted here, before
@@ -141,29 +154,72 @@ class ReflectStage:
     async def handle(
         self, batch: Sequence[Envelope[SessionClosedEvent]], out: EventPublisher
     ) -> Sequence[Rejection]:
-        """Reflect on every closed session of the batch, in order.
+        """Reflect on every closed session of the batch whose turns are in, in order; park the others
+        (:meth:`sweep` reflects them later), so the batch never waits for one session.
 
         Raises:
-            SessionNotReadyError: a session's turns are still being processed (within the grace period).
             StoreUnavailableError / ModelUnavailableError: transient failures.
         """
+        now = time.time()
         for env in batch:
-            await self._reflect(env.event, out)
+            close = env.event
+            if await self._ready(close, since=now):
+                await self._reflect(close, out)
+            else:
+                await self._queue.park(close, due=now + self._cfg.recheck_s)
         return ()
 
-    async def _wait_until_complete(self, close: SessionClosedEvent) -> None:
+    async def _ready(self, close: SessionClosedEvent, *, since: float) -> bool:
+        """Whether to reflect now: every processed turn the session kept is stored and ``event_count``
+        events were processed, or the grace period that started at ``since`` is over."""
         processed, missing = await self._ledger.pending(close.tenant_id, close.user_id, close.session_id)
-        ready = not missing and (close.event_count is None or processed >= close.event_count)
-        if ready:
-            self._first_seen.pop(close.event_id, None)
-            return
-        first = self._first_seen.setdefault(close.event_id, time.monotonic())
-        if time.monotonic() - first < self._cfg.close_grace_s:
-            raise SessionNotReadyError(
-                f"session {close.session_id}: {processed}/{close.event_count} events processed, "
-                f"{len(missing)} kept memories not stored yet"
+        if not missing and (close.event_count is None or processed >= close.event_count):
+            return True
+        if time.time() - since >= self._cfg.close_grace_s:
+            log.info(
+                "reflecting after the grace period",
+                extra={
+                    "session_id": close.session_id,
+                    "processed": processed,
+                    "event_count": close.event_count,
+                    "not_stored": len(missing),
+                },
             )
-        self._first_seen.pop(close.event_id, None)
+            return True
+        return False
+
+    async def sweep(self, publisher: Callable[[], EventPublisher], *, now: float | None = None) -> int:
+        """Reflect the parked closes that are due and ready (or past their grace period); park the
+        others again, checking each less often (``recheck_s`` doubling up to :data:`MAX_RECHECK_S`).
+        Returns how many closes were due.
+
+        Raises:
+            StoreUnavailableError / ModelUnavailableError: transient failures (the claimed closes come
+                due again when their lease ends).
+        """
+        at = time.time() if now is None else now
+        due = await self._queue.claim(now=at, lease_s=LEASE_S, limit=SWEEP_BATCH)
+        for item in due:
+            if await self._ready(item.close, since=item.since):
+                out = publisher()
+                await self._reflect(item.close, out)
+                await out.flush()
+            else:
+                waited = max(0.0, at - item.since)
+                again = min(MAX_RECHECK_S, max(self._cfg.recheck_s, waited / 2))
+                await self._queue.park(item.close, due=at + again, since=item.since)
+        return len(due)
+
+    async def run_sweeper(self, publisher: Callable[[], EventPublisher]) -> None:
+        """Sweep for ever (a background job of the reflect process): at once again while closes are
+        due, else every ``sweep_interval_s``. A transient failure is logged and retried."""
+        while True:
+            try:
+                busy = await self.sweep(publisher)
+            except RetryableError as exc:
+                log.warning("parked closes not swept; retrying", extra={"error": repr(exc)})
+                busy = 0
+            await asyncio.sleep(0 if busy else self._cfg.sweep_interval_s)
 
     def _scroll(self, flt: MemoryFilter) -> list[Memory]:
         out: list[Memory] = []
@@ -200,7 +256,6 @@ class ReflectStage:
         await asyncio.to_thread(self._store.upsert, records)
 
     async def _reflect(self, close: SessionClosedEvent, out: EventPublisher) -> None:
-        await self._wait_until_complete(close)
         close = redacted(close)
         now = datetime.now(UTC)
         session_flt = MemoryFilter(
@@ -216,9 +271,10 @@ class ReflectStage:
         await self._upsert(leftovers)
         turns += leftovers
         if not turns:  # an unknown or empty session: nothing to consolidate, no junk episode
-            log.info("closed session has no turns", extra={"session_id": close.session_id})
+            log.info("closed session has no turns (yet)", extra={"session_id": close.session_id})
             await self._lessons(close, None, "global", now, out)
             await self._working.clear(session)
+            await self._queue.done(close)  # a turn that comes later reopens it
             return
         episode = build_episode(
             close, turns, stored_at=now, key_points=self._cfg.key_points, model=self._embedder.name
@@ -262,6 +318,7 @@ class ReflectStage:
             ),
         )
         await self._working.clear(session)
+        await self._queue.done(close)
 
     async def _lessons(
         self,
@@ -316,9 +373,13 @@ class ReflectStage:
         """Working-memory items never kept as memories: compressed into episodic memory on close
         (DESIGN.md section 2: pushed out of working memory, never just dropped)."""
         accounted = stored_turns | await self._ledger.stored(close.tenant_id, close.user_id, close.session_id)
+        items = await self._working.items(session)
+        forgotten = await buried_in(
+            self._tombstones, ((close.tenant_id, close.user_id, i.event_id, i.created_at) for i in items)
+        )
         out = []
-        for item in await self._working.items(session):
-            if item.id in accounted:
+        for item in items:
+            if item.id in accounted or item.event_id in forgotten:
                 continue
             # confidence 0.5: nothing vouched for an item that was never judged worth keeping
             candidate = compressed_candidate(item, close, 0.5)

@@ -63,7 +63,17 @@ TENANT_A = "tenant-a"
 TENANT_B = "tenant-b"
 USER = "u1"  # the same user id in both tenants: only the key's tenant separates them
 QUERY = "What is Alice allergic to?"
-TOOLS = {"retain", "recall", "reflect", "feedback", "forget", "history", "get"} | {
+TOOLS = {
+    "retain",
+    "recall",
+    "reflect",
+    "feedback",
+    "forget",
+    "history",
+    "get",
+    "forget_user",
+    "erasure_report",
+} | {
     "quarantine_list",
     "quarantine_release",
     "quarantine_reject",
@@ -359,41 +369,60 @@ async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gat
         zero = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 0})
         not_int = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": "many"})
         empty = await client.post("/v1/recall", json={"query": "  ", "user_id": USER})
-    for resp in (too_many, zero):
-        assert resp.status_code == 400, resp.text
-        error = resp.json()["error"]
-        assert error["code"] == "invalid_request"
-        assert error["field"] == "top_k"
-        assert "1..15" in error["fix"]
-    assert not_int.status_code == 422
-    assert not_int.json()["error"]["field"] == "top_k"
-    assert not_int.json()["error"]["code"] == "validation_error"
-    assert empty.status_code == 400
+    assert too_many.status_code == 400, too_many.text  # above the configured maximum (a setting)
+    assert too_many.json()["error"]["code"] == "invalid_request"
+    assert too_many.json()["error"]["field"] == "top_k"
+    assert "1..15" in too_many.json()["error"]["fix"]
+    for resp in (zero, not_int):  # the schema's own bounds and types: validation errors
+        assert resp.status_code == 422, resp.text
+        assert resp.json()["error"]["field"] == "top_k"
+        assert resp.json()["error"]["code"] == "validation_error"
+    assert empty.status_code == 422
     assert empty.json()["error"]["field"] == "query"
-    assert empty.json()["error"]["fix"]
+    assert empty.json()["error"]["fix"] == "send a 'query' with at least one non-whitespace character"
 
 
-async def test_unknown_time_zone_and_an_empty_time_window_are_refused_even_without_a_time_word(
+async def test_an_unknown_time_zone_is_refused_even_without_a_time_word_and_a_reversed_window_too(
     gateway: Gateway,
 ) -> None:
     base = {"query": "seats", "user_id": USER}
     async with gateway.client(KEY_A) as client:
         mars = await client.post("/v1/recall", json={**base, "time_zone": "Mars/Olympus"})
         blank = await client.post("/v1/recall", json={**base, "time_zone": ""})
-        window = await client.post(
+        reversed_window = await client.post(
             "/v1/recall",
             json={**base, "time_from": "2026-02-01T00:00:00Z", "time_to": "2026-01-01T00:00:00Z"},
         )
+        empty_window = await client.post(
+            "/v1/recall",
+            json={**base, "time_from": "2026-02-01T08:00:00+08:00", "time_to": "2026-02-01T00:00:00Z"},
+        )
+        window = await client.post(
+            "/v1/recall",
+            json={**base, "time_from": "2026-01-01T00:00:00Z", "time_to": "2026-02-01T00:00:00Z"},
+        )
         shanghai = await client.post("/v1/recall", json={**base, "time_zone": "Asia/Shanghai"})
-    assert mars.status_code == 400, mars.text
+        spec = (await client.get("/openapi.json")).json()
+    assert mars.status_code == 422, mars.text
     assert mars.json()["error"]["field"] == "time_zone"
     assert "Mars/Olympus" in mars.json()["error"]["message"]
     assert blank.status_code == 422
     assert blank.json()["error"]["field"] == "time_zone"
-    assert window.status_code == 400
-    assert window.json()["error"]["field"] == "time_from"
-    assert "earlier" in window.json()["error"]["fix"]
+    # a window that ends before (or where) it starts is a mistake: 400 naming time_from with the fix;
+    # JSON Schema cannot state "time_from < time_to", so the OpenAPI document says it in words
+    for resp in (reversed_window, empty_window):
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["error"]["code"] == "invalid_request"
+        assert resp.json()["error"]["field"] == "time_from"
+        assert "earlier than time_to" in resp.json()["error"]["fix"]
+    assert window.status_code == 200, window.text
     assert shanghai.status_code == 200
+    recall = spec["paths"]["/v1/recall"]["post"]
+    assert "time_from not before time_to" in recall["responses"]["400"]["description"]
+    assert (
+        "before time_to"
+        in spec["components"]["schemas"]["RecallRequest"]["properties"]["time_from"]["description"]
+    )
 
 
 async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(gateway: Gateway) -> None:
@@ -414,8 +443,20 @@ async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(ga
             "/v1/memories", params={"user_id": "u-forget", "include_inactive": "false"}
         )
         gone = await client.get(f"/v1/memories/{hard.id}")
-    assert forgot.json() == {"id": soft.id, "status": "expired", "also_forgotten": []}
-    assert deleted.json() == {"id": hard.id, "status": "deleted", "also_forgotten": []}
+    assert forgot.json() == {
+        "id": soft.id,
+        "status": "expired",
+        "derived": [],
+        "tombstoned_events": 1,
+        "also_forgotten": [],
+    }
+    assert deleted.json() == {
+        "id": hard.id,
+        "status": "deleted",
+        "derived": [],
+        "tombstoned_events": 1,
+        "also_forgotten": [],
+    }
     assert soft.id not in _ids(after.json())
     assert hard.id not in _ids(after.json())
     assert keep.id in _ids(after.json())
@@ -576,9 +617,14 @@ def _structured(result: CallToolResult) -> dict[str, Any]:
     return content
 
 
-def _error_text(result: CallToolResult) -> str:
-    assert result.is_error
-    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
+def _error(result: CallToolResult) -> dict[str, Any]:
+    """The ``{code, message, field, fix}`` of a tool error: its text is the HTTP error body as JSON."""
+    assert result.is_error, result.content
+    text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+    body = json.loads(text)
+    assert set(body["error"]) == {"code", "message", "field", "fix"}
+    error: dict[str, Any] = body["error"]
+    return error
 
 
 async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gateway: Gateway) -> None:
@@ -615,18 +661,19 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         }
         assert top["provenance"]["event_ids"]
 
-        too_many = _error_text(
-            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": 99})
-        )
-        assert "top_k" in too_many
-        assert "fix:" in too_many
-        not_int = _error_text(
-            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": "x"})
-        )
-        assert "top_k" in not_int
-        foreign = _error_text(await client_b.call_tool("forget", {"memory_id": seeded.a_diet}))
-        assert "not_found" in foreign
-        assert "memory_id" in foreign
+        too_many = _error(await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": 99}))
+        assert (too_many["code"], too_many["field"]) == ("invalid_request", "top_k")
+        assert "1..15" in too_many["fix"]
+        not_int = _error(await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": "x"}))
+        assert (not_int["code"], not_int["field"]) == ("validation_error", "top_k")
+        window = {"time_from": "2026-02-01T00:00:00Z", "time_to": "2026-01-01T00:00:00Z"}
+        reversed_window = _error(
+            await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, **window})
+        )  # the same 400 as over HTTP, not an empty answer
+        assert (reversed_window["code"], reversed_window["field"]) == ("invalid_request", "time_from")
+        assert "earlier than time_to" in reversed_window["fix"]
+        foreign = _error(await client_b.call_tool("forget", {"memory_id": seeded.a_diet}))
+        assert (foreign["code"], foreign["field"]) == ("not_found", "memory_id")
 
         accepted = _structured(
             await client_a.call_tool(
@@ -644,7 +691,7 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
             (seeded.a_v2, "active"),
             (seeded.a_v1, "superseded"),
         ]
-        assert "not_found" in _error_text(await client_b.call_tool("get", {"memory_id": seeded.a_v1}))
+        assert _error(await client_b.call_tool("get", {"memory_id": seeded.a_v1}))["code"] == "not_found"
         closed = _structured(await client_a.call_tool("reflect", {"user_id": USER, "session_id": "s-mcp"}))
         assert closed["status"] == "accepted"
 
@@ -731,6 +778,47 @@ async def test_malformed_bodies_and_unknown_routes_get_the_documented_error_body
     assert "PUT" in wrong_method.json()["error"]["fix"]
 
 
+async def test_openapi_states_the_bounds_the_server_enforces_and_a_non_utf8_body_has_a_documented_code(
+    gateway: Gateway,
+) -> None:
+    # issue 13, defect 12: generated clients sent requests the server refused, and a non-UTF-8 body
+    # got an undocumented code
+    async with gateway.client(KEY_A) as client:
+        spec = (await client.get("/openapi.json")).json()
+        latin1 = await client.post(
+            "/v1/recall",
+            content='{"query": "café", "user_id": "u1"}'.encode("latin-1"),
+            headers={"Content-Type": "application/json"},
+        )
+        too_long = await client.get("/v1/memories", params={"user_id": USER, "limit": 1001})
+        typo = await client.get("/v1/memories", params={"user_id": USER, "limt": 5})
+        trace = await client.request("TRACE", "/v1/memories")
+    recall = spec["components"]["schemas"]["RecallRequest"]["properties"]
+    top_k = recall["top_k"]
+    assert top_k["maximum"] == 15
+    assert top_k["anyOf"][0]["minimum"] == 1
+    assert recall["query"]["minLength"] == 1
+    assert recall["query"]["pattern"]
+    assert "Asia/Shanghai" in recall["time_zone"]["anyOf"][0]["enum"]
+    assert "x-maximum-from-setting" not in json.dumps(spec)
+    limit = next(p for p in spec["paths"]["/v1/memories"]["get"]["parameters"] if p["name"] == "limit")
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 1000)
+    codes = spec["components"]["schemas"]["ErrorDetail"]["properties"]["code"]["description"]
+    assert "invalid_encoding" in codes
+    assert "invalid_encoding" in spec["paths"]["/v1/recall"]["post"]["responses"]["400"]["description"]
+
+    assert latin1.status_code == 400, latin1.text
+    assert latin1.json()["error"]["code"] == "invalid_encoding"
+    assert latin1.json()["error"]["field"] == "body"
+    assert "UTF-8" in latin1.json()["error"]["fix"]
+    assert too_long.status_code == 400  # the configured history_max, stated as the schema's maximum
+    assert too_long.json()["error"]["field"] == "limit"
+    assert typo.status_code == 422  # unknown query parameters are refused like unknown body fields
+    assert typo.json()["error"]["field"] == "limt"
+    assert trace.status_code == 405
+    assert set(trace.headers["allow"].split(", ")) >= {"GET", "POST"}
+
+
 async def test_recall_logs_every_candidate_with_the_query_redacted(gateway: Gateway) -> None:
     query = "What is Alice allergic to? Call me on 13800138000"
     async with gateway.client(KEY_A) as client:
@@ -775,11 +863,16 @@ async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isol
         stray = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [gateway.seeded.b_allergy]})
         twice = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [ids[0]], "wrong": [ids[0]]})
         empty = await client_a.post(f"/v1/recall/{qid}/feedback", json={})
+        # schema-valid bodies for no recall of this tenant are 404, whatever the cross-list rules say
+        empty_unknown = await client_a.post(f"/v1/recall/{uuid.uuid4()}/feedback", json={})
+        twice_unknown = await client_a.post(
+            f"/v1/recall/{uuid.uuid4()}/feedback", json={"used": ["0"], "wrong": ["0"]}
+        )
         typo = await client_a.post(f"/v1/recall/{qid}/feedback", json={"usde": [ids[0]]})
     assert first.status_code == 200, first.text
     assert first.json() == {"query_id": qid, "labels": {ids[0]: "used", ids[1]: "outdated"}}
     assert again.json() == first.json()
-    for resp in (foreign, unknown):
+    for resp in (foreign, unknown, empty_unknown, twice_unknown):
         assert resp.status_code == 404, resp.text
         assert resp.json()["error"]["field"] == "query_id"
     assert stray.status_code == 400
@@ -807,7 +900,8 @@ async def test_feedback_mcp_tool_labels_a_recall(gateway: Gateway) -> None:
                 "feedback", {"query_id": recalled["query_id"], "used": [recalled["memories"][0]["id"]]}
             )
         )
-        bad = _error_text(await client.call_tool("feedback", {"query_id": "nope", "used": ["x"]}))
+        bad = _error(await client.call_tool("feedback", {"query_id": "nope", "used": ["x"]}))
+        typo = _error(await client.call_tool("feedback", {"query_id": "nope", "usde": ["x"]}))
     assert result["labels"] == {recalled["memories"][0]["id"]: "used"}
-    assert "not_found" in bad
-    assert "query_id" in bad
+    assert (bad["code"], bad["field"]) == ("not_found", "query_id")
+    assert (typo["code"], typo["field"]) == ("validation_error", "usde")

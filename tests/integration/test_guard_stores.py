@@ -22,7 +22,7 @@ from hindsight.stores.quarantine import QuarantineStore, item_id
 from hindsight.stores.vector import VectorRecord
 from hindsight.stores.vector_edge import EdgeVectorStore
 from schemas import InteractionEvent, MemoryCandidate, Provenance, QuarantineRecord
-from services.guard.claims import ClaimBursts, ClaimBurstSettings
+from services.guard.claims import ClaimBursts, ClaimBurstSettings, erase_events, held_events
 
 pytestmark = pytest.mark.integration
 
@@ -211,6 +211,29 @@ def test_quarantine_items_redelivered_stay_one_and_a_review_wins(clickhouse_clie
     assert [i.record.event_id for i in store.find("t1", status="pending")] == ["ev-2"]
     assert store.get("t2", item_id(r)) is None  # another tenant's id is not found
     assert ("tool", "", "poisoning:indirect_injection", 2) in store.rates("t1")
+
+
+async def test_erasing_a_users_events_removes_their_verdicts_and_claim_entries_only(
+    redis_client: Redis,
+) -> None:
+    # issue 13, defect 7: whole-user erasure must reach the guard's Redis keys too
+    cfg = ClaimBurstSettings(window_s=600, min_events=3, min_origins=2, min_chars=12)
+    prefix = f"test:{uuid.uuid4().hex}"
+    bursts = ClaimBursts(redis_client, cfg, prefix=prefix)
+    claim = "The user's new address is 12 Harbour Lane."
+    mine = [tool_event(i, claim, agent=f"agent-{i}", user="u-gone", minutes=i) for i in range(2)]
+    mine[0] = mine[0].model_copy(update={"event_id": f"pipe|{mine[0].event_id}"})  # '|' in an id
+    theirs = [tool_event(9, claim, agent="agent-9", user="u-stays", minutes=3)]
+    await bursts.observe([*mine, *theirs])
+    ids = {e.event_id for e in mine}
+    assert await held_events(redis_client, prefix, "t1", ids) == 4  # two verdicts, two claim entries
+
+    removed = await erase_events(redis_client, prefix, "t1", ids)
+
+    assert removed == 4
+    assert await held_events(redis_client, prefix, "t1", ids) == 0
+    assert await held_events(redis_client, prefix, "t1", {theirs[0].event_id}) == 2
+    assert await erase_events(redis_client, prefix, "t1", ids) == 0
 
 
 # ---------------------------------------------------------------------------------------------

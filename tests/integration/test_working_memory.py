@@ -153,3 +153,70 @@ async def test_unreachable_redis_is_store_unavailable() -> None:
             await wm.items(_session())
     finally:
         await client.aclose()
+
+
+async def test_forget_removes_an_item_held_and_one_evicted_and_redelivery_stays_a_no_op(
+    redis_client: Redis,
+) -> None:
+    # issue 13, defect 7: a forgotten turn stayed in working memory until its session closed
+    wm = WorkingMemory(redis_client, capacity=2)
+    key = _session()
+    other = key.model_copy(update={"session_id": f"{key.session_id}-b"})
+    secret = _item(0, "我的银行卡密码是 4711 (my card PIN is 4711)", 0.05, item_id="secret")
+    assert await wm.push(key, secret) == []
+    await wm.push(key, _item(1, "明天去机场", 0.9))
+    evicted = await wm.push(key, _item(2, "航班是早上八点", 0.8))  # evicts the low-importance secret
+    assert [e.id for e in evicted] == ["secret"]
+    await wm.push(key, secret.model_copy(update={"id": "secret-2", "event_id": "evt-s2", "importance": 0.99}))
+    await wm.push(other, _item(0, "另一个会话", 0.5))
+    assert {s.session_id for s in await wm.sessions("t1", "u-zhang")} >= {key.session_id, other.session_id}
+
+    held = await wm.forget(key, ["secret", "secret-2"])
+
+    assert held == 1  # secret-2 was held; "secret" only survived inside an idempotency record
+    assert "4711" not in " ".join(i.content for i in await wm.items(key))
+    pushes = await redis_client.hgetall(f"hindsight:wm:{{t1:u-zhang:{key.session_id}}}:pushes")
+    assert pushes, "the idempotency records stay"
+    assert not any(b"4711" in value for value in pushes.values())
+    # the records still make a redelivery a no-op: the item whose push evicted the secret
+    assert await wm.push(key, _item(2, "航班是早上八点", 0.8)) == []
+    assert [i.id for i in await wm.items(other)] == ["item-0"]  # another session is untouched
+    assert await wm.forget(key, ["secret", "secret-2"]) == 0  # idempotent
+
+
+async def test_forget_keeps_the_other_evicted_items_of_a_record_byte_identical(redis_client: Redis) -> None:
+    # one push that evicted three items, one of them forgotten: the record keeps the other two
+    # exactly as they were stored (a re-encoding in Redis's Lua cjson rounds floats to 14 digits)
+    key = _session()
+    wide, narrow = WorkingMemory(redis_client, capacity=3), WorkingMemory(redis_client, capacity=1)
+    fine = [
+        _item(0, "我对花生过敏 (allergic to peanuts)", 0.123456789012345678),
+        _item(1, "My PIN is 4711", 0.2, item_id="secret"),
+        _item(2, "航班是早上八点", 0.3141592653589793),
+    ]
+    for item in fine:
+        await wide.push(key, item)
+    evicted = await narrow.push(key, _item(3, "the last word", 0.99))
+    assert {e.id for e in evicted} == {"item-0", "secret", "item-2"}
+
+    assert await narrow.forget(key, ["secret"]) == 0  # it was only in the record
+
+    again = await narrow.push(key, _item(3, "the last word", 0.99))  # a redelivery: the record
+    assert again == [e for e in evicted if e.id != "secret"]
+    assert again[0].importance == 0.123456789012345678
+
+
+async def test_forget_under_concurrent_pushes_leaves_no_forgotten_item(redis_client: Redis) -> None:
+    wm = WorkingMemory(redis_client, capacity=4)
+    key = _session()
+    secrets = [_item(i, f"secret {i}", 0.01, item_id=f"secret-{i}") for i in range(6)]
+    for item in secrets[:3]:
+        await wm.push(key, item)
+    chatter = [wm.push(key, _item(10 + i, f"chatter {i}", 0.5)) for i in range(12)]
+    forgets = [wm.forget(key, [s.id for s in secrets]) for _ in range(3)]
+    await asyncio.gather(*chatter, *forgets)
+    await wm.forget(key, [s.id for s in secrets])
+    assert not any(i.id.startswith("secret") for i in await wm.items(key))
+    pushes = await redis_client.hgetall(f"hindsight:wm:{{t1:u-zhang:{key.session_id}}}:pushes")
+    assert not any(b"secret" in value for value in pushes.values())
+    assert len(pushes) == 15  # every push keeps its idempotency record

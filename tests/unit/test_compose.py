@@ -61,7 +61,9 @@ SECRET_NAME = re.compile(r"PASSWORD|PASSWD|API_KEYS?|SECRET|TOKEN|CREDENTIAL", r
 # Values the required (``${VAR:?...}``) variables get in these tests: realistic, never 'dev-' keys.
 REQUIRED_VALUES = {
     "CLICKHOUSE_PASSWORD": "0123456789abcdef0123456789abcdef",
-    "HINDSIGHT_GATEWAY_API_KEYS": "k-test-0123456789abcdef=acme:planner,k-test-fedcba9876543210=acme",
+    "HINDSIGHT_GATEWAY_API_KEYS": (  # production keys: 32+ random characters
+        "9f2c1e7a4b0d8c3f6a5e2d1b7c4f0a9e=acme:planner,3b8d0f5a2c7e9b1d4f6a8c0e2b5d7f9a=acme"
+    ),
 }
 
 # $$ (a literal $), ${NAME[op word]} or $NAME: compose's interpolation syntax.

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from hindsight.errors import AuthenticationError, ConfigurationError
+from hindsight.settings import (
+    MIN_DISTINCT_PAIRS,
+    MIN_KEY_BITS_PER_CHAR,
+    MIN_KEY_LENGTH,
+    distinct_pairs,
+    key_strength,
+)
 from services.gateway.auth import ApiKeys, Principal, key_from_headers, parse_api_keys
 from services.gateway.settings import DEV_KEY, GatewaySettings
 
@@ -13,7 +22,12 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HINDSIGHT_MODE", "HINDSIGHT_GATEWAY_API_KEYS", "HINDSIGHT_GATEWAY_MAX_TOP_K"):
+    for name in (
+        "HINDSIGHT_MODE",
+        "HINDSIGHT_GATEWAY_API_KEYS",
+        "HINDSIGHT_GATEWAY_MAX_TOP_K",
+        "HINDSIGHT_GATEWAY_HISTORY_MAX",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -71,11 +85,56 @@ def test_production_refuses_dev_keys_and_missing_keys(monkeypatch: pytest.Monkey
     monkeypatch.setenv("HINDSIGHT_MODE", "production")
     with pytest.raises(ConfigurationError, match="HINDSIGHT_GATEWAY_API_KEYS"):
         GatewaySettings()
-    monkeypatch.setenv("HINDSIGHT_GATEWAY_API_KEYS", "real-key=acme,dev-local-key=default")
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_API_KEYS", f"{STRONG}=acme,dev-local-key=default")
     with pytest.raises(ConfigurationError, match="real secret"):
         GatewaySettings()
-    monkeypatch.setenv("HINDSIGHT_GATEWAY_API_KEYS", "s3cr3t-9f2c=acme")
-    assert GatewaySettings().keys() == {"s3cr3t-9f2c": Principal(tenant_id="acme")}
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_API_KEYS", f"{STRONG}=acme")
+    assert GatewaySettings().keys() == {STRONG: Principal(tenant_id="acme")}
+
+
+STRONG = "9f2c1e7a4b0d8c3f6a5e2d1b7c4f0a9e"  # 32 hex characters (`openssl rand -hex 16`)
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("s3cr3t", "too short"),  # the five-character key production accepted before
+        ("9f2c1e7a4b0d8c3f6a5e2d1b7c4f0a9", "too short"),  # 31 characters
+        ("a" * 64, "too few characters"),
+        ("ab" * 32, "too few characters"),
+        ("password" * 5, "too few characters"),
+        ("Passw0rd!" * 4, "too few characters"),
+    ],
+)
+def test_production_refuses_short_or_regular_api_keys_without_showing_them(
+    monkeypatch: pytest.MonkeyPatch, key: str, why: str
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_MODE", "production")
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_API_KEYS", f"{STRONG}=acme,{key}=other")
+    with pytest.raises(ConfigurationError, match=why) as refused:
+        GatewaySettings()
+    assert key not in str(refused.value)
+    assert "openssl rand -hex 32" in str(refused.value)
+
+
+def test_random_keys_of_the_documented_kinds_pass_the_production_check() -> None:
+    # 200 keys per kind from the OS's CSPRNG: the rule must never refuse a properly generated key
+    for make in (
+        lambda: secrets.token_hex(16),
+        lambda: secrets.token_hex(32),
+        lambda: secrets.token_urlsafe(32),
+    ):
+        for _ in range(200):
+            key = make()
+            assert len(key) >= MIN_KEY_LENGTH
+            assert key_strength(key) >= MIN_KEY_BITS_PER_CHAR, key
+            assert distinct_pairs(key) >= MIN_DISTINCT_PAIRS, key
+
+
+def test_limits_are_the_settings_the_published_schemas_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_MAX_TOP_K", "12")
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_HISTORY_MAX", "50")
+    assert GatewaySettings().limits() == {"max_top_k": 12, "history_max": 50}
 
 
 def test_default_top_k_may_not_exceed_max(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,9 +41,38 @@ def test_budget_uses_the_token_count_stored_at_write_and_counts_older_payloads()
     kept, total, truncated = fit([stored, mem("old", "I adopted a dog", "Caroline")], 2000)
     assert [m.tokens for m in kept] == [1500, count_tokens("Caroline: I adopted a dog")]
     assert total == 1500 + kept[1].tokens
-    kept, total, truncated = fit([stored], 1000)
-    assert kept == []
-    assert total == 0
+    kept, total, truncated = fit([stored], 1000)  # over the budget by its stored count: an excerpt
+    assert [m.trimmed for m in kept] == [True]
+    assert total == kept[0].tokens <= 1000
+    assert truncated
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Caroline told Melanie about the adoption agency meeting and the paperwork it needs. ",
+        "卡罗琳告诉梅兰妮她去了领养机构开会，还需要准备很多材料。",
+    ],
+    ids=["en", "zh"],
+)
+def test_a_first_memory_larger_than_the_whole_budget_comes_back_as_an_excerpt_not_nothing(
+    sentence: str,
+) -> None:
+    # issue 13, defect 6: a 4,753-token memory was the one match and recall answered [] (truncated)
+    long = sentence * 400
+    first, second = mem("long", long, "Caroline"), mem("short", "I adopted a dog")
+    kept, total, truncated = fit([first, second], 2000)
+    assert truncated
+    assert [m.id for m in kept] == ["long"]
+    [cut] = kept
+    assert cut.trimmed
+    assert 1800 <= cut.tokens == total <= 2000  # the budget is used, not wasted
+    assert cut.tokens == count_tokens("Caroline: " + cut.payload["content"])
+    assert cut.payload["content"].endswith("…")
+    assert long.startswith(cut.payload["content"][:-1].rstrip())
+    assert first.payload["content"] == long  # the caller's memory is not changed
+    kept, _, truncated = fit([second, first], 2000)  # a later memory that does not fit is left out
+    assert [(m.id, m.trimmed) for m in kept] == [("short", False)]
     assert truncated
 
 
