@@ -6,16 +6,16 @@ from __future__ import annotations
 from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
-from schemas import Topic
-from services.accesslog.analytics import TOPICS, AnalyticsStage
+from hindsight.topology import STAGE_TOPICS
+from services.accesslog.analytics import AnalyticsStage
 from services.accesslog.stage import AccessLogStage
 
 
 def register(resources: Resources) -> None:
     """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
     analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``)."""
-    resources.subscribe(AccessLogStage(resources.access_log()), [Topic.ACCESS], "accesslog")
-    resources.subscribe(AnalyticsStage(resources.analytics()), list(TOPICS), "analytics")
+    resources.subscribe(AccessLogStage(resources.access_log()), STAGE_TOPICS["accesslog"], "accesslog")
+    resources.subscribe(AnalyticsStage(resources.analytics()), STAGE_TOPICS["analytics"], "analytics")
 
 
 def create_app() -> FastStream:
