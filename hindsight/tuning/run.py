@@ -148,7 +148,7 @@ class TuneReport:
         return out
 
     def fitted_any(self) -> bool:
-        """Whether at least one value was fitted."""
+        """Whether at least one value was fitted and validated (what :meth:`proposed` applies)."""
         return bool(self.proposed())
 
     def as_dict(self) -> dict[str, Any]:
@@ -242,9 +242,17 @@ def tune(
 
     Raises:
         StoreUnavailableError: ClickHouse failed.
+        ValueError: ``holdout`` outside (0, 1), ``target_expire_share`` outside [0, 1), or the held-out
+            replay cut not after every training cut.
     """
     opts = options or TuneOptions()
     cur = current or Current()
+    if not 0.0 < opts.holdout < 1.0:
+        raise ValueError(f"--holdout is a share in (0, 1), got {opts.holdout}")
+    if not 0.0 <= opts.target_expire_share < 1.0:
+        raise ValueError(f"--target-expire-share is a share in [0, 1), got {opts.target_expire_share}")
+    if opts.cuts and max(opts.cuts) >= opts.holdout_cut:
+        raise ValueError(f"replay cuts {opts.cuts} must all precede the held-out cut {opts.holdout_cut}")
     sql = TuningSql(
         store.names, signal=opts.signal, clock=opts.clock, tenant=opts.tenant, holdout=opts.holdout
     )
