@@ -257,6 +257,8 @@ class Pipeline:
     prefix: str
     idempotent: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
+    reconcile: bool = False
+    """The embed process also runs reconcile (group ``<prefix>-ingest-reconcile``, same store)."""
 
     @property
     def outage_flag(self) -> Path:
@@ -270,7 +272,12 @@ class Pipeline:
 
     def groups(self) -> dict[str, list[str]]:
         """Full consumer group id -> topics, for lag checks."""
-        return {f"{self.prefix}-{name}": topics for name, topics in STAGE_TOPICS.items()}
+        groups = {f"{self.prefix}-{name}": topics for name, topics in STAGE_TOPICS.items()}
+        if self.reconcile:
+            groups[f"{self.prefix}-ingest-reconcile"] = [
+                str(t) for t in topology.STAGE_TOPICS["ingest-reconcile"]
+            ]
+        return groups
 
     def group(self, name: str) -> str:
         """Full consumer group id of stage group ``name`` (e.g. ``ingest-trigger``)."""
@@ -307,11 +314,13 @@ class Pipeline:
         )
 
     def embed(self, **extra: str) -> ServiceProcess:
-        """The one embed process (owns the embedded vector store, behind :class:`OutageVectorStore`)."""
+        """The one embed process (owns the embedded vector store, behind :class:`OutageVectorStore`);
+        with :attr:`reconcile` it runs reconcile too."""
+        stages = '["embed", "reconcile"]' if self.reconcile else '["embed"]'
         env = self._env(
             "embed",
             self.embed_data_dir,
-            {"HINDSIGHT_INGEST_STAGES": '["embed"]', OUTAGE_FLAG_ENV: str(self.outage_flag), **extra},
+            {"HINDSIGHT_INGEST_STAGES": stages, OUTAGE_FLAG_ENV: str(self.outage_flag), **extra},
         )
         return ServiceProcess(
             "embed", f"{__name__}:create_ingest_app", env, self.workdir / "logs" / "embed.log"

@@ -178,11 +178,18 @@ class Resources:
         return EventPublisher(self.broker)
 
     def subscribe(
-        self, stage: Stage[Any], topics: Sequence[str], group: str, *, max_records: int | None = None
+        self,
+        stage: Stage[Any],
+        topics: Sequence[str],
+        group: str,
+        *,
+        max_records: int | None = None,
+        min_interval_s: float = 0.0,
     ) -> BatchRunner:
         """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env; a stage
-        whose records are heavy may cap ``max_records``); returns its
-        :class:`~hindsight.consumer.BatchRunner`."""
+        whose records are heavy may cap ``max_records``; a sink with a fixed cost per write may
+        gather batches for ``min_interval_s``, see :func:`~hindsight.consumer.subscribe`); returns
+        its :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
         runner = subscribe(
             self.broker,
@@ -194,6 +201,7 @@ class Resources:
             batch_timeout_ms=kafka.batch_timeout_ms,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
+            min_interval_s=min_interval_s,
         )
         self.runners[group] = runner
         self.stage_topics[group] = tuple(str(t) for t in topics)
@@ -205,11 +213,14 @@ class Resources:
         return path
 
     def embedder(self) -> Embedder:
-        """The embedder (loads the model on first use)."""
+        """The embedder (loads the model on first use), its query embeddings behind an LRU cache of
+        ``HINDSIGHT_EMBEDDER_QUERY_CACHE_SIZE`` entries (one process, one model, one cache)."""
         if "embedder" not in self._cache:
-            from hindsight.inference.embedder import build_embedder  # noqa: PLC0415
+            from hindsight.inference.embedder import CachedQueryEmbedder, build_embedder  # noqa: PLC0415
 
-            self._cache["embedder"] = build_embedder(self.settings.embedder)
+            embedder = build_embedder(self.settings.embedder)
+            size = self.settings.embedder.query_cache_size
+            self._cache["embedder"] = CachedQueryEmbedder(embedder, size) if size > 0 else embedder
         return self._cache["embedder"]  # type: ignore[no-any-return]
 
     def lexical(self) -> LexicalEncoder:

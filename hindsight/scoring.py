@@ -172,3 +172,11 @@ def abstraction_confidence(
     """
     value = base + step * max(0, support - k) - penalty * contradictions
     return max(0.0, min(ceiling, value))
+
+
+def reinforced_confidence(confidence: float, *, rate: float = 0.3, ceiling: float = 0.95) -> float:
+    """Confidence of a fact or lesson stated again (the same information merged into it): closes
+    ``rate`` of the gap to ``ceiling`` per repetition (0.6 -> 0.705 -> 0.78 -> ...), so repeated
+    support raises it with diminishing steps and never reaches certainty. Ours, not from DESIGN.md
+    (which says only that support raises confidence)."""
+    return round(min(ceiling, confidence + rate * max(0.0, ceiling - confidence)), 4)

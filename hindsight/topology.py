@@ -16,6 +16,7 @@ STAGE_TOPICS: dict[str, tuple[str, ...]] = {
     "quarantine": (Topic.QUARANTINE,),
     "ingest-trigger": (Topic.GUARDED,),
     "ingest-embed": (Topic.CANDIDATES,),
+    "ingest-reconcile": (Topic.STORED,),
     "reflect": (Topic.SESSIONS,),
     "accesslog": (Topic.ACCESS,),
     "analytics": (Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES),

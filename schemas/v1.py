@@ -17,8 +17,8 @@ SCHEMA_VERSION: Literal["1"] = "1"
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True)]
 Source = Literal["user", "assistant", "tool", "system"]
 MemoryType = Literal["working", "episodic", "semantic"]
-MemoryKind = Literal["turn", "episode", "fact"]
-MemoryStatus = Literal["active", "superseded", "expired", "quarantined"]
+MemoryKind = Literal["turn", "episode", "fact", "lesson"]
+MemoryStatus = Literal["active", "superseded", "merged", "expired", "quarantined"]
 Scalar = str | int | float | bool
 
 
@@ -152,7 +152,7 @@ class MemoryCandidate(_Owned):
 
     memory_id: Identifier = Field(description="Deterministic id (UUIDv5 of the source event id).")
     type: MemoryType = Field("episodic", description="Memory layer it will be stored in.")
-    kind: MemoryKind = Field("turn", description="'turn' (one interaction), 'episode' or 'fact'.")
+    kind: MemoryKind = Field("turn", description="'turn' (one interaction), 'episode', 'fact' or 'lesson'.")
     content: str = Field(min_length=1, description="Redacted text to embed and store.")
     source: Source = Field(description="Who said it.")
     speaker: str | None = Field(None, description="Display name of the speaker, if any.")
@@ -178,7 +178,11 @@ class Memory(_Owned):
 
     id: Identifier = Field(description="Deterministic memory id (UUID string).")
     type: MemoryType = Field(description="working / episodic / semantic.")
-    kind: MemoryKind = Field("turn", description="'turn', 'episode' or 'fact'.")
+    kind: MemoryKind = Field(
+        "turn",
+        description="'turn' (one interaction, the evidence), 'fact' (a durable statement: entity, attribute, "
+        "value), 'lesson' (what to repeat or avoid, from an outcome and feedback) or 'episode' (a session).",
+    )
     content: str = Field(description="Redacted memory text.")
     source: Source = Field(description="Who said or produced it.")
     speaker: str | None = Field(None, description="Display name of the speaker, if any.")
@@ -194,20 +198,52 @@ class Memory(_Owned):
     valid_to: AwareDatetime | None = Field(None, description="End of validity; None = still valid.")
     last_accessed_at: AwareDatetime = Field(description="Last recall that returned it (initially stored_at).")
     access_count: int = Field(0, ge=0, description="How many recalls returned it.")
-    status: MemoryStatus = Field("active", description="active / superseded / expired / quarantined.")
+    status: MemoryStatus = Field(
+        "active",
+        description="active / superseded (a newer version replaced it) / merged (the same information as "
+        "'merged_into', which was kept) / expired / quarantined.",
+    )
     parent_id: str | None = Field(None, description="Previous version in the version chain, if any.")
     version: int = Field(1, ge=1, description="Position in the version chain (1 = first).")
+    superseded_by: str | None = Field(
+        None, description="Next (newer) version in the version chain; set when status is 'superseded'."
+    )
+    supersedes: tuple[str, ...] = Field(
+        (),
+        description="Every memory this version replaced (parent_id is the newest of them; more than one "
+        "when one statement revised several).",
+    )
+    merged_into: str | None = Field(None, description="The memory kept when this one was merged into it.")
+    related_ids: tuple[str, ...] = Field(
+        (), description="Memories this one refines or is refined by (both stay active)."
+    )
+    conflicts_with: tuple[str, ...] = Field(
+        (),
+        description="Active memories the judge could not reconcile with this one (recall reports the pair "
+        "as a conflict for the agent to decide).",
+    )
+    entity: str | None = Field(None, description="Facts: who or what the fact is about (e.g. 'user').")
+    attribute: str | None = Field(None, description="Facts: the attribute (e.g. 'employer', 'budget').")
+    value: str | None = Field(None, description="Facts: the value stated (e.g. 'Siemens', '8,000').")
+    derived_ids: tuple[str, ...] = Field(
+        (), description="Memories derived from this one (the facts extracted from a turn)."
+    )
     provenance: Provenance = Field(Provenance(), description="Where it came from.")
     embedding_model: str | None = Field(None, description="Name of the embedder that produced its vector.")
 
 
 class MemoryStoredEvent(_Event):
-    """A memory became searchable (``memory.stored.v1``), or a near-duplicate was merged into one."""
+    """A memory became searchable (``memory.stored.v1``): a turn stored by the embed stage, a fact
+    extracted by reconcile, a lesson written by reflection. Reconcile (consumer group
+    ``ingest-reconcile``) consumes it and puts the memory into its version chain."""
 
     memory: Memory = Field(description="The stored (or the existing, merged-into) memory.")
     candidate_id: str = Field(description="Id of the candidate that led to this event.")
     deduplicated: bool = Field(
-        False, description="True when the candidate was a near-duplicate (cosine > 0.95) and not stored."
+        False,
+        description="True when the candidate was not stored because it duplicated an existing memory. The "
+        "embed stage no longer merges (reconcile's judge decides every merge), so it publishes False; "
+        "kept for consumers of older events.",
     )
 
 

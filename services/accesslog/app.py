@@ -12,9 +12,12 @@ from services.accesslog.stage import AccessLogStage
 
 
 def register(resources: Resources) -> None:
-    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``)."""
-    resources.subscribe(AccessLogStage(resources.access_log()), STAGE_TOPICS["accesslog"], "accesslog")
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``, at most
+    one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``) and the analytics sink to recalls,
+    feedback and stored memories (group ``<prefix>-analytics``)."""
+    interval = resources.settings.clickhouse.access_log_interval_s
+    stage = AccessLogStage(resources.access_log())
+    resources.subscribe(stage, STAGE_TOPICS["accesslog"], "accesslog", min_interval_s=interval)
     resources.subscribe(AnalyticsStage(resources.analytics()), STAGE_TOPICS["analytics"], "analytics")
 
 

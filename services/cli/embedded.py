@@ -30,6 +30,7 @@ from services.gateway.app import build_asgi
 from services.gateway.settings import GatewaySettings
 from services.guard import app as guard_app
 from services.ingest import app as ingest_app
+from services.ingest.settings import IngestSettings
 from services.reflect import app as reflect_app
 
 log = logging.getLogger("hindsight.embedded")
@@ -49,23 +50,37 @@ class Stack:
     gateway_url: str
     eviction: EvictionJob
 
-    def groups(self) -> dict[str, list[str]]:
-        """Full consumer group id -> topics, of every stage the stack subscribed."""
+    def groups(self, exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
+        """Full consumer group id -> topics, of every stage the stack subscribed
+        (``HINDSIGHT_INGEST_STAGES`` may leave reconcile out) except the group suffixes in ``exclude``."""
         kafka = self.resources.settings.kafka
-        return {kafka.group(name): list(topics) for name, topics in self.resources.stage_topics.items()}
+        return {
+            kafka.group(name): list(topics)
+            for name, topics in self.resources.stage_topics.items()
+            if name not in exclude
+        }
 
-    async def wait_caught_up(self, timeout_s: float = 600.0) -> None:
-        """Return when every consumer group has lag 0 on its topics, twice in a row.
+    async def wait_caught_up(self, timeout_s: float = 600.0, *, exclude: tuple[str, ...] = ()) -> None:
+        """Return when every consumer group (but ``exclude``) has lag 0 on its topics, twice in a row.
 
         Raises:
             TimeoutError: some group still lags after ``timeout_s`` (the message names it).
         """
         for _ in range(2):
-            await wait_for_zero_lag(self.bootstrap, self.groups(), timeout_s=timeout_s, poll_s=0.25)
+            await wait_for_zero_lag(self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25)
 
 
-async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")  # type: ignore[arg-type]
+async def _serve(
+    app: object, host: str, port: int, keep_alive_s: int = 5
+) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=keep_alive_s,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(), name="gateway")
     while not server.started:
@@ -99,8 +114,11 @@ async def embedded_stack(
     settings: AllSettings | None = None,
     gateway: GatewaySettings | None = None,
     evict: EvictSettings | None = None,
+    ingest: IngestSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """Start everything; yield a :class:`Stack`; stop everything (gateway, consumers, broker) on exit.
+
+    ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. ``stages=("trigger", "embed")``: reconcile off).
 
     Raises:
         ConfigurationError: a store or broker cannot be started as configured.
@@ -115,13 +133,13 @@ async def embedded_stack(
             resources.bootstrap = bootstrap
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             await guard_app.register(resources)
-            await ingest_app.register(resources)
+            await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
             accesslog_app.register(resources)
             job = evict_app.register(resources, evict)
             await broker.start()
             try:
-                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port)
+                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port, gw.keep_alive_s)
                 log.info("gateway on %s, broker %s", url, bootstrap)
                 try:
                     async with run_background(resources):

@@ -1,5 +1,5 @@
 """The ``hindsight`` command line (typer): ``up``, ``demo``, ``mcp-stdio``, ``schemas export``,
-``dlq list|show|replay``, ``chaos``, ``bench load``."""
+``dlq list|show|replay``, ``audit``, ``chaos``, ``bench load``."""
 
 from __future__ import annotations
 
@@ -37,12 +37,17 @@ DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 log = logging.getLogger("hindsight.cli")
 
 
-def _settings(data_dir: Path | None, bootstrap: str | None) -> AllSettings:
+def _settings(data_dir: Path | None, bootstrap: str | None, *, quiet: bool = False) -> AllSettings:
+    """Settings from the environment with the CLI's overrides; logging configured. ``quiet``: log
+    warnings and errors only, unless ``HINDSIGHT_LOG_LEVEL`` is set (a command whose output is its
+    report, such as the demo)."""
     cfg = AllSettings()
     if data_dir is not None:
         cfg.runtime.data_dir = data_dir
     if bootstrap:
         cfg.kafka.bootstrap = bootstrap
+    if quiet and "log_level" not in cfg.runtime.model_fields_set:
+        cfg.runtime.log_level = "WARNING"
     configure_logging(cfg.runtime)
     return cfg
 
@@ -122,6 +127,12 @@ def demo(
     timeout_s: Annotated[
         float, typer.Option(help="Max seconds to wait for the pipeline to catch up.")
     ] = 1800.0,
+    wait_reconcile: Annotated[
+        bool,
+        typer.Option(
+            help="Ask only once reconcile (behind ingest) has caught up; reports its catch-up time."
+        ),
+    ] = False,
 ) -> None:
     """Publish real conversations as Kafka events, wait for lag 0, recall through the gateway, print JSON.
 
@@ -140,7 +151,7 @@ def demo(
         else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
     )
     workdir = data_dir or Path(scratch.name if scratch else ".")
-    cfg = _settings(workdir, bootstrap)
+    cfg = _settings(workdir, bootstrap, quiet=True)  # HINDSIGHT_LOG_LEVEL=INFO shows the stages' logs
     api_key = "dev-demo-key"
     try:
         if jsonl is not None:
@@ -174,7 +185,14 @@ def demo(
     async def main() -> str:
         async with embedded_stack(cfg, gateway) as stack:
             result = await run_demo(
-                stack, api_key, events, questions, conversations=n_conv, top_k=top_k, timeout_s=timeout_s
+                stack,
+                api_key,
+                events,
+                questions,
+                conversations=n_conv,
+                top_k=top_k,
+                timeout_s=timeout_s,
+                wait_reconcile=wait_reconcile,
             )
             typer.echo(f"per category recall@10: {json.dumps(result.by_category)}", err=True)
             return result.line()
@@ -224,6 +242,38 @@ def _kafka(bootstrap: str | None) -> str:
 BootstrapOpt = Annotated[
     str | None, typer.Option(help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP).")
 ]
+
+
+@app.command()
+def audit(
+    *,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="The data directory of a stopped embedded instance.")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant).")] = None,
+    window_days: Annotated[float, typer.Option(help="Recent window compared with what came before.")] = 7.0,
+    confidence_jump: Annotated[float, typer.Option(help="Confidence rise that is a jump.")] = 0.3,
+    conflict_rate: Annotated[float, typer.Option(help="Share of an agent's writes that conflict.")] = 0.2,
+    quarantine_rate: Annotated[float, typer.Option(help="Share of a source's events quarantined.")] = 0.2,
+    spike_ratio: Annotated[float, typer.Option(help="Window/before daily ratio of a reason.")] = 3.0,
+    min_events: Annotated[int, typer.Option(help="Fewest events behind a rate.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+) -> None:
+    """Anomalies in the stores: confidence jumps, unknown or new sources, conflict and quarantine rates."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from hindsight.audit import AuditSettings  # noqa: PLC0415
+    from services.cli.audit import render, run  # noqa: PLC0415
+
+    cfg = AuditSettings(window_days, confidence_jump, conflict_rate, quarantine_rate, spike_ratio, min_events)
+    try:
+        report = run(_settings(data_dir, None), tenant_id=tenant, cfg=cfg)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        render(report, Console(width=160))
 
 
 @dlq_app.command("list")
@@ -293,12 +343,21 @@ def chaos(
     bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+    updates: Annotated[
+        int, typer.Option(help="Users who revise a statement: their version chains are checked (0: none).")
+    ] = 6,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
     from bench.chaos import main_chaos  # noqa: PLC0415
 
     code = main_chaos(
-        events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
+        events=events,
+        kills=kills,
+        seed=seed,
+        bootstrap=bootstrap,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        updates=updates,
     )
     raise typer.Exit(code)
 
@@ -361,6 +420,14 @@ def bench_scale(ctx: typer.Context) -> None:
 def bench_guard(ctx: typer.Context) -> None:
     """Guard on the labelled bilingual set: span recall, secrets leaked, quarantine rates (--help)."""
     from bench.guard import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("updates", context_settings=_PASS_THROUGH)
+def bench_updates(ctx: typer.Context) -> None:
+    """Version chains, conflicts and lessons on 122 bilingual update scenarios (--help for options)."""
+    from bench.updates import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 
@@ -485,5 +552,21 @@ def bench_judge(ctx: typer.Context) -> None:
     """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
     false supersede on look-alikes, ms per pair (--help for options)."""
     from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("serve", context_settings=_PASS_THROUGH)
+def bench_serve(ctx: typer.Context) -> None:
+    """Recall latency through HTTP and MCP vs in-process, 1/4/16 callers, ingest idle/running (--help)."""
+    from bench.serve import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("ingest", context_settings=_PASS_THROUGH)
+def bench_ingest(ctx: typer.Context) -> None:
+    """Ingest throughput vs the embedder's standalone rate, searchable latency at 80% (--help)."""
+    from bench.ingest import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))

@@ -96,13 +96,16 @@ def _assemble(
         return state
 
     mcp = build_mcp_server(current)
-    mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=settings.host, json_response=settings.mcp_json_response
+    )
 
     @asynccontextmanager
     async def lifespan(application: FastAPI) -> AsyncIterator[None]:
         async with open_state() as state:
             application.state.gateway = state
-            async with mcp.session_manager.run():
+            # the access log drains after the last request and before open_state stops the broker
+            async with state.service.access_log.running(), mcp.session_manager.run():
                 yield
 
     app = FastAPI(
@@ -180,7 +183,14 @@ def run_http() -> None:
     import uvicorn  # noqa: PLC0415 (only the HTTP server needs it)
 
     settings = GatewaySettings()
-    uvicorn.run(f"{__name__}:create_app", factory=True, host=settings.host, port=settings.port, ws="none")
+    uvicorn.run(
+        f"{__name__}:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        ws="none",
+        timeout_keep_alive=settings.keep_alive_s,
+    )
 
 
 async def run_stdio() -> None:
@@ -213,6 +223,7 @@ async def run_stdio() -> None:
                 settings=gateway,
                 stdio_principal=principal,
             )
-            await build_mcp_server(lambda: state).run_stdio_async()
+            async with state.service.access_log.running():
+                await build_mcp_server(lambda: state).run_stdio_async()
         finally:
             await broker.stop()

@@ -110,8 +110,12 @@ async def history(
     types: Annotated[list[MemoryType] | None, Query(description="Only these layers.")] = None,
     include_inactive: Annotated[bool, Query(description="Include expired and superseded memories.")] = True,
     limit: Annotated[int, Query(ge=1, description="At most this many (the newest), oldest first.")] = 100,
+    memory_id: Annotated[
+        str | None, Query(description="Only this memory's version chain (walked both ways), oldest first.")
+    ] = None,
 ) -> HistoryResponse:
-    """The user's memories in chronological order with status and version (expired ones included)."""
+    """The user's memories in chronological order with status and version (expired and superseded
+    ones included), or one memory's version chain."""
     return await gateway_state(request).service.history(
         principal,
         user_id=user_id,
@@ -119,6 +123,7 @@ async def history(
         types=types,
         include_inactive=include_inactive,
         limit=limit,
+        memory_id=memory_id,
     )
 
 
@@ -126,7 +131,7 @@ async def history(
     "/memories/{memory_id}", response_model=MemoryDetail, responses=_NOT_FOUND, summary="One memory"
 )
 async def get_memory(memory_id: MemoryId, principal: Caller, request: Request) -> MemoryDetail:
-    """The memory and its version chain (newest first)."""
+    """The memory and its whole version chain, walked both ways (newest first)."""
     return await gateway_state(request).service.get(principal, memory_id=memory_id)
 
 

@@ -63,7 +63,7 @@ TENANT_A = "tenant-a"
 TENANT_B = "tenant-b"
 USER = "u1"  # the same user id in both tenants: only the key's tenant separates them
 QUERY = "What is Alice allergic to?"
-TOOLS = {"retain", "recall", "reflect", "feedback", "forget", "history"} | {
+TOOLS = {"retain", "recall", "reflect", "feedback", "forget", "history", "get"} | {
     "quarantine_list",
     "quarantine_release",
     "quarantine_reject",
@@ -112,13 +112,15 @@ def _memory(
     status: str = "active",
     version: int = 1,
     parent_id: str | None = None,
+    superseded_by: str | None = None,
     age_days: float = 2.0,
     type_: str = "semantic",
+    memory_id: str | None = None,
 ) -> Memory:
     created = datetime.now(UTC) - timedelta(days=age_days)
     event_id = f"evt-{uuid.uuid4().hex[:12]}"
     return Memory(
-        id=stable_id("test-gateway", tenant, event_id),
+        id=memory_id or stable_id("test-gateway", tenant, event_id),
         tenant_id=tenant,
         user_id=user,
         agent_id="seed-agent",
@@ -137,6 +139,8 @@ def _memory(
         status=status,
         version=version,
         parent_id=parent_id,
+        superseded_by=superseded_by,
+        supersedes=(parent_id,) if parent_id else (),
         provenance=Provenance(event_ids=(event_id,), external_refs=(f"D1:{version}",)),
     )
 
@@ -187,8 +191,18 @@ async def gateway(
             a_agent2 = _memory(
                 TENANT_A, USER, "Alice is allergic to cats (agent-2 only).", scope="agent:agent-2"
             )
-            a_v1 = _memory(TENANT_A, "u-chain", "Bob lives in Paris.", status="superseded", age_days=40)
-            a_v2 = _memory(TENANT_A, "u-chain", "Bob moved to Berlin.", version=2, parent_id=a_v1.id)
+            v2_id = stable_id("test-gateway", TENANT_A, "chain-v2")
+            a_v1 = _memory(
+                TENANT_A,
+                "u-chain",
+                "Bob lives in Paris.",
+                status="superseded",
+                age_days=40,
+                superseded_by=v2_id,
+            )
+            a_v2 = _memory(
+                TENANT_A, "u-chain", "Bob moved to Berlin.", version=2, parent_id=a_v1.id, memory_id=v2_id
+            )
             _seed(resources, [a_allergy, b_allergy, a_diet, a_agent2, a_v1, a_v2])
             seeded = Seeded(a_allergy.id, b_allergy.id, a_diet.id, a_agent2.id, a_v1.id, a_v2.id)
 
@@ -400,8 +414,8 @@ async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(ga
             "/v1/memories", params={"user_id": "u-forget", "include_inactive": "false"}
         )
         gone = await client.get(f"/v1/memories/{hard.id}")
-    assert forgot.json() == {"id": soft.id, "status": "expired"}
-    assert deleted.json() == {"id": hard.id, "status": "deleted"}
+    assert forgot.json() == {"id": soft.id, "status": "expired", "also_forgotten": []}
+    assert deleted.json() == {"id": hard.id, "status": "deleted", "also_forgotten": []}
     assert soft.id not in _ids(after.json())
     assert hard.id not in _ids(after.json())
     assert keep.id in _ids(after.json())
@@ -444,6 +458,14 @@ async def test_other_tenants_memory_is_404_and_own_memory_has_its_version_chain(
         (seeded.a_v2, 2, "active"),
         (seeded.a_v1, 1, "superseded"),
     ]
+    async with gateway.client(KEY_A) as client_a:
+        from_old = await client_a.get(f"/v1/memories/{seeded.a_v1}")  # walked forward, too
+        history = await client_a.get("/v1/memories", params={"user_id": "u-chain", "memory_id": seeded.a_v2})
+        other_user = await client_a.get("/v1/memories", params={"user_id": USER, "memory_id": seeded.a_v2})
+    assert [m["id"] for m in from_old.json()["chain"]] == [seeded.a_v2, seeded.a_v1]
+    assert from_old.json()["chain"][1]["superseded_by"] == seeded.a_v2
+    assert [m["id"] for m in history.json()["memories"]] == [seeded.a_v1, seeded.a_v2]  # oldest first
+    assert other_user.status_code == 404
 
 
 async def test_recall_publishes_one_access_event_per_returned_memory(gateway: Gateway) -> None:
@@ -613,6 +635,16 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         )
         history = _structured(await client_a.call_tool("history", {"user_id": "u-chain"}))
         assert [m["id"] for m in history["memories"]] == [seeded.a_v1, seeded.a_v2]
+        chain = _structured(
+            await client_a.call_tool("history", {"user_id": "u-chain", "memory_id": seeded.a_v1})
+        )
+        assert [m["id"] for m in chain["memories"]] == [seeded.a_v1, seeded.a_v2]
+        got = _structured(await client_a.call_tool("get", {"memory_id": seeded.a_v1}))
+        assert [(m["id"], m["status"]) for m in got["chain"]] == [
+            (seeded.a_v2, "active"),
+            (seeded.a_v1, "superseded"),
+        ]
+        assert "not_found" in _error_text(await client_b.call_tool("get", {"memory_id": seeded.a_v1}))
         closed = _structured(await client_a.call_tool("reflect", {"user_id": USER, "session_id": "s-mcp"}))
         assert closed["status"] == "accepted"
 
