@@ -26,10 +26,10 @@ from typing import IO, TYPE_CHECKING, Any, Self, cast
 from faststream import FastStream
 
 from bench.common import REPO_ROOT
+from hindsight import topology
 from hindsight.errors import ConfigurationError, StoreUnavailableError
 from hindsight.runtime import Resources, service_app
 from hindsight.settings import AllSettings
-from schemas import Topic
 from services.ingest import app as ingest_app
 
 if TYPE_CHECKING:
@@ -237,9 +237,8 @@ def create_ingest_app() -> FastStream:
 # ---------------------------------------------------------------------------------------------
 
 STAGE_TOPICS: dict[str, list[str]] = {
-    "guard": [str(Topic.INTERACTIONS)],
-    "ingest-trigger": [str(Topic.GUARDED)],
-    "ingest-embed": [str(Topic.CANDIDATES)],
+    name: [str(t) for t in topology.STAGE_TOPICS[name]]
+    for name in ("guard", "ingest-trigger", "ingest-embed")
 }
 """Consumer group suffix -> topics, for the stages a chaos run or a scale-out test runs."""
 
@@ -275,7 +274,9 @@ class Pipeline:
         """Full consumer group id -> topics, for lag checks."""
         groups = {f"{self.prefix}-{name}": topics for name, topics in STAGE_TOPICS.items()}
         if self.reconcile:
-            groups[f"{self.prefix}-ingest-reconcile"] = [str(Topic.STORED)]
+            groups[f"{self.prefix}-ingest-reconcile"] = [
+                str(t) for t in topology.STAGE_TOPICS["ingest-reconcile"]
+            ]
         return groups
 
     def group(self, name: str) -> str:

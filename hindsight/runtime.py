@@ -153,9 +153,10 @@ class Resources:
         """Consumer group suffix -> the runner of the stage subscribed in it."""
         self.bootstrap: str | None = settings.kafka.bootstrap or None
         """Kafka bootstrap the process talks to (the embedded runner sets its broker's)."""
-        self.stage_topics: dict[str, tuple[str, ...]] | None = None
-        """Consumer group suffix -> topics of the stages this deployment runs (the console's lag
-        view); ``None``: :data:`hindsight.topology.STAGE_TOPICS`."""
+        self.stage_topics: dict[str, tuple[str, ...]] = {}
+        """Consumer group suffix -> topics of the stages this process subscribed (filled by
+        :meth:`subscribe`: what the embedded runner waits for and the console's lag view shows); empty
+        in a process that runs no stage (a lone gateway reports :data:`hindsight.topology.STAGE_TOPICS`)."""
         self.tuned: dict[str, Applied] = {}
         """Service -> the tuned settings it applied at start-up (reported by the gateway's /healthz)."""
 
@@ -203,6 +204,7 @@ class Resources:
             min_interval_s=min_interval_s,
         )
         self.runners[group] = runner
+        self.stage_topics[group] = tuple(str(t) for t in topics)
         return runner
 
     def _data_dir(self, name: str) -> Path:

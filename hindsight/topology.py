@@ -1,7 +1,10 @@
 """The pipeline's consumer groups and the topics each consumes (DESIGN.md section 3).
 
-One place for "which stage reads what": the embedded runner waits for these groups to catch up and
-the operator console reports their lag. A composition root that runs other stages passes its own map.
+The one list of "which stage reads what". Each service's ``register`` subscribes its stages to these
+topics; :meth:`hindsight.runtime.Resources.subscribe` records what a process actually subscribed (the
+embedded runner waits for exactly those groups to catch up, and the console reports their lag); a
+lone gateway, which runs no stage, reports the lag of the groups listed here. A test checks that the
+embedded stack subscribes exactly this map, so a new stage is added here or the suite fails.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ STAGE_TOPICS: dict[str, tuple[str, ...]] = {
     "quarantine": (Topic.QUARANTINE,),
     "ingest-trigger": (Topic.GUARDED,),
     "ingest-embed": (Topic.CANDIDATES,),
+    "ingest-reconcile": (Topic.STORED,),
     "reflect": (Topic.SESSIONS,),
     "accesslog": (Topic.ACCESS,),
     "analytics": (Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES),

@@ -55,6 +55,9 @@ class TuningSql:
     """Restrict every query to one tenant (``None``: all tenants)."""
     source: str | None = None
     """A table holding :meth:`returned` already (the tuner's staging table); ``None``: the subquery."""
+    holdout: float = 0.3
+    """Share of the labelled recalls, the latest on this clock, that the fits hold out for validation:
+    :meth:`summary` returns ``split_day``, where the held-out part starts."""
 
     # -- building blocks -------------------------------------------------------------------------
 
@@ -117,6 +120,11 @@ WHERE c.outcome = 'returned' AND {self._tenant("c")}"""
             f"{_days(self.recall_ts)} AS ts FROM ({self.returned()}) WHERE {where}"
         )
 
+    def accesses(self) -> str:
+        """``(tenant_id, user_id, memory_id, ts)``: one row per return of a memory by a recall, ``ts`` in
+        days: what the eviction job counts (its access log), whatever the signal of a *use*."""
+        return f"SELECT tenant_id, user_id, memory_id, {_days(self.recall_ts)} AS ts FROM ({self.returned()})"
+
     def inventory(self) -> str:
         """``(tenant_id, user_id, memory_id, memory_type, importance, born)``: stored memories."""
         inv = self.names.table("memory_inventory")
@@ -136,7 +144,8 @@ WHERE c.outcome = 'returned' AND {self._tenant("c")}"""
 
     def summary(self) -> str:
         """One row: recalls, candidate rows, returned, recalls with feedback, labels, uses, memories,
-        first and last recall (days on this clock)."""
+        first and last recall (days on this clock), and ``split_day``: the time (days) after which the
+        latest :attr:`holdout` share of labelled returns lies (0 when nothing is labelled)."""
         log = self.names.table("recall_log")
         cand = self.names.table("recall_candidates")
         inv = self.names.table("memory_inventory")
@@ -144,7 +153,7 @@ WHERE c.outcome = 'returned' AND {self._tenant("c")}"""
         day = _days(self.recall_ts)
         return f"""SELECT r.recalls, r.first_day, r.last_day,
     (SELECT count() FROM {cand} WHERE {self._tenant()}) AS candidate_rows,
-    x.returned, x.recalls_with_feedback, x.positive_labels, x.negative_labels, x.uses,
+    x.returned, x.recalls_with_feedback, x.positive_labels, x.negative_labels, x.uses, x.split_day,
     (SELECT count() FROM {inv} FINAL WHERE {self._tenant()}) AS memories
 FROM (
     SELECT count() AS recalls, min({day}) AS first_day, max({day}) AS last_day
@@ -153,14 +162,26 @@ FROM (
 CROSS JOIN (
     SELECT count() AS returned, uniqExactIf((tenant_id, query_id), has_feedback) AS recalls_with_feedback,
         countIf(label IN {_in(POSITIVE)}) AS positive_labels,
-        countIf(label IN {_in(NEGATIVE)}) AS negative_labels, countIf({use}) AS uses
+        countIf(label IN {_in(NEGATIVE)}) AS negative_labels, countIf({use}) AS uses,
+        ifNotFinite(quantileExactIf({1.0 - self.holdout:.6f})({day}, has_feedback), 0) AS split_day
     FROM ({self.returned()})
 ) AS x"""
 
-    def similarity_histogram(self, bin_width: float = 0.005) -> str:
-        """``(bin, positive, negative)``: labelled returned candidates by similarity bin (lower edge)."""
-        return f"""SELECT floor(similarity / {bin_width}) * {bin_width} AS bin,
+    def similarity_histogram(self, bin_width: float = 0.005, *, split: bool = False) -> str:
+        """``(bin, positive, negative)``: labelled returned candidates by similarity bin (lower edge).
+        With ``split``, only recalls before ``{split:Float64}`` (days on this clock) count there, and
+        ``holdout_positive`` / ``holdout_negative`` count those at or after it (the validation part)."""
+        if not split:
+            return f"""SELECT floor(similarity / {bin_width}) * {bin_width} AS bin,
     countIf(label IN {_in(POSITIVE)}) AS positive, countIf(label IN {_in(NEGATIVE)}) AS negative
+FROM ({self.labelled_candidates()})
+GROUP BY bin ORDER BY bin"""
+        late = f"{_days(self.recall_ts)} >= {{split:Float64}}"
+        return f"""SELECT floor(similarity / {bin_width}) * {bin_width} AS bin,
+    countIf(label IN {_in(POSITIVE)} AND NOT ({late})) AS positive,
+    countIf(label IN {_in(NEGATIVE)} AND NOT ({late})) AS negative,
+    countIf(label IN {_in(POSITIVE)} AND {late}) AS holdout_positive,
+    countIf(label IN {_in(NEGATIVE)} AND {late}) AS holdout_negative
 FROM ({self.labelled_candidates()})
 GROUP BY bin ORDER BY bin"""
 
@@ -214,28 +235,58 @@ WHERE gap >= 0
 GROUP BY memory_type, bin, censored ORDER BY memory_type, bin, censored"""
 
     def replay(self) -> str:
-        """Per stored memory: ``(user_key, memory_type, importance, born, uses_before, last_use_before,
-        used_after)`` where the last three are arrays with one entry per cut of ``{cuts:Array(Float64)}``
-        (days on this clock): uses before the cut, the last of them (0 if none), and whether it was used
-        at or after the cut. One pass for every cut; memories born after a cut are masked by the caller."""
+        """Per stored memory of a user who recalled anything: ``(user_key, memory_type, importance,
+        born, cut_day, accesses_before, last_access_before, uses_before, used_after)``, the last five
+        arrays with one entry per cut. Cuts are fractions ``{cuts:Array(Float64)}`` of each user's own
+        recall window (first to last recall, days on this clock), so users who joined at different times
+        are each replayed inside their own history; ``{horizons:Array(Float64)}`` (same fractions, one
+        per cut; > 1 means to the end) bound the later use a cut looks at, so a held-out cut's later uses
+        are never seen by the cuts before it. Per cut: returns before it (every return, what the eviction
+        job counts) and the last of them (0 if none), uses before it (this :attr:`signal`), and whether it
+        was used in ``[cut, horizon)``. One pass for every cut; memories born after a cut are masked by
+        the caller."""
+        log = self.names.table("recall_log")
+        day = _days(self.recall_ts)
+        cuts = "arrayMap(f -> w.first + f * (w.last - w.first), {cuts:Array(Float64)})"
+        horizons = "arrayMap(f -> w.first + f * (w.last - w.first), {horizons:Array(Float64)})"
         return f"""SELECT concat(i.tenant_id, ':', i.user_id) AS user_key, i.memory_type AS memory_type,
-    i.importance AS importance, i.born AS born,
-    arrayMap(c -> arrayCount(x -> x < c, u.ts), {{cuts:Array(Float64)}}) AS uses_before,
-    arrayMap(c -> arrayFold((m, x) -> if(x < c AND x > m, x, m), u.ts, toFloat64(0)), {{cuts:Array(Float64)}})
-        AS last_use_before,
-    arrayMap(c -> arrayExists(x -> x >= c, u.ts), {{cuts:Array(Float64)}}) AS used_after
+    i.importance AS importance, i.born AS born, {cuts} AS cut_day,
+    arrayMap(c -> arrayCount(x -> x < c, a.ts), cut_day) AS accesses_before,
+    arrayMap(c -> arrayFold((m, x) -> if(x < c AND x > m, x, m), a.ts, toFloat64(0)), cut_day)
+        AS last_access_before,
+    arrayMap(c -> arrayCount(x -> x < c, u.ts), cut_day) AS uses_before,
+    arrayMap((c, h) -> arrayExists(x -> x >= c AND x < h, u.ts), cut_day, {horizons}) AS used_after
 FROM ({self.inventory()}) AS i
+INNER JOIN (
+    SELECT tenant_id, user_id, min({day}) AS first, max({day}) AS last
+    FROM {log} FINAL WHERE {self._tenant()} GROUP BY tenant_id, user_id
+) AS w ON i.tenant_id = w.tenant_id AND i.user_id = w.user_id
+LEFT JOIN (
+    SELECT tenant_id, memory_id, groupArray(ts) AS ts FROM ({self.accesses()}) GROUP BY tenant_id, memory_id
+) AS a ON i.tenant_id = a.tenant_id AND i.memory_id = a.memory_id
 LEFT JOIN (
     SELECT tenant_id, memory_id, groupArray(ts) AS ts FROM ({self.uses()}) GROUP BY tenant_id, memory_id
 ) AS u ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id"""
 
-    def importance_histogram(self, bin_width: float = 0.01) -> str:
-        """``(bin, stored, used)``: stored memories by importance bin, and how many were ever used."""
-        return f"""SELECT floor(i.importance / {bin_width}) * {bin_width} AS bin, count() AS stored,
+    def importance_histogram(self, bin_width: float = 0.01, *, split: bool = False) -> str:
+        """``(bin, stored, used)``: stored memories by importance bin, and how many were ever used. With
+        ``split``, ``used`` counts uses before ``{split:Float64}`` (days on this clock) and
+        ``holdout_used`` memories used at or after it (the validation part)."""
+        if not split:
+            return f"""SELECT floor(i.importance / {bin_width}) * {bin_width} AS bin, count() AS stored,
     countIf(u.n > 0) AS used
 FROM ({self.inventory()}) AS i
 LEFT JOIN (SELECT tenant_id, memory_id, count() AS n FROM ({self.uses()}) GROUP BY tenant_id, memory_id) AS u
     ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id
+GROUP BY bin ORDER BY bin"""
+        return f"""SELECT floor(i.importance / {bin_width}) * {bin_width} AS bin, count() AS stored,
+    countIf(u.early > 0) AS used, countIf(u.late > 0) AS holdout_used
+FROM ({self.inventory()}) AS i
+LEFT JOIN (
+    SELECT tenant_id, memory_id, countIf(ts < {{split:Float64}}) AS early,
+        countIf(ts >= {{split:Float64}}) AS late
+    FROM ({self.uses()}) GROUP BY tenant_id, memory_id
+) AS u ON i.tenant_id = u.tenant_id AND i.memory_id = u.memory_id
 GROUP BY bin ORDER BY bin"""
 
 

@@ -3,9 +3,12 @@ ClickHouse returns (:mod:`hindsight.analytics.queries`), each with the statistic
 
 - :func:`fit_floor`: the similarity floor. Over returned memories of recalls that received feedback,
   recall(θ) = share of *relevant* ones (``used``/``outdated``) with cosine >= θ and precision(θ) = share
-  of relevant among those kept; the floor is the θ with the best precision among those keeping at
-  least ``target_recall`` (default 0.95) of relevant memories. A 95% interval from a bootstrap of the
-  labelled candidates (multinomial resampling of the histogram).
+  of relevant among those kept; the floor is the θ with the best precision among those that keep at
+  least ``target_recall`` (default 0.95) of relevant memories *with 95% confidence* (a one-sided
+  binomial bound on the share they lose, :func:`max_misses`: with few labels the floor stays low, near
+  the least similar used memory, and rises toward the plain quantile as labels accumulate). Fitted on
+  the earlier labels; the latest ones (``holdout``) validate it: the floor is applied only when it
+  keeps ``target_recall`` of the held-out relevant memories and its 95% bootstrap interval is narrow.
 - :func:`fit_decay`: the decay rate. A piecewise-exponential (discrete-time hazard) model of reuse:
   in each bin of days since the memory's last use (its birth counts as the first), the number of uses
   is Poisson with mean ``exposure * a * exp(-lambda * t)`` (``exposure`` = memory-days at risk in the
@@ -16,16 +19,22 @@ ClickHouse returns (:mod:`hindsight.analytics.queries`), each with the statistic
   from the Fisher information, the half-life's by the delta method; deviance per degree of freedom
   says how well a single exponential fits.
 - :func:`fit_expiry`: the expiry threshold. At several cut times the eviction score of every stored
-  memory is computed from its history before the cut (with the fitted decay); a threshold θ would
-  have expired those below it, and its *regret* is the share of memories used after the cut that it
-  would have expired. The threshold is the largest θ whose regret stays <= ``max_regret`` at every cut.
+  memory is computed as the eviction job would have computed it then (its returns before the cut,
+  the last of them, with the decay under test); a threshold θ would have expired those below it, and
+  its *regret* is the share of memories used after the cut that it would have expired. The threshold
+  is the largest θ whose regret stays <= ``max_regret`` at every training cut, or, when an
+  expire-share target is set and a smaller θ already expires that share of never-used memories, that
+  smaller (safer) θ. A later held-out cut, whose later uses the training cuts never see, validates it:
+  applied only when its regret there is <= ``max_regret`` too.
 - :func:`fit_keep`: the write-trigger's keep threshold: the largest importance t such that memories
-  below t hold at most ``1 - keep_recall`` of the memories ever used (what a stricter write-trigger
-  would have dropped), with the share of stored memories it would have saved. Only raisable from the
-  data: turns the write-trigger skipped were never stored, so never observed.
+  below t hold at most ``1 - keep_recall`` of the memories used (with 95% confidence, as for the
+  floor), with the share of stored memories it would have saved; validated on the memories used in the
+  held-out period. Only raisable from the data: turns the write-trigger skipped were never stored, so
+  never observed.
 
 Each fit refuses data that cannot support it: it returns :class:`NotFitted` naming how much it has and
-how much it needs (the minimums below).
+how much it needs (the minimums below). A fit that ran but did not validate is returned with
+``validated=False`` and the reason: it is reported, never applied (the current value stays).
 """
 
 from __future__ import annotations
@@ -55,8 +64,54 @@ MIN_REPLAY_MEMORIES = 200
 """Stored memories born before a cut the expiry replay needs."""
 MIN_USED_MEMORIES = 50
 """Distinct used memories with a known importance the keep-threshold fit needs."""
+MIN_HOLDOUT_POSITIVES = 30
+"""Held-out relevant labels the floor's validation needs (a 95% share measured on 30 is +-8%)."""
+MIN_HOLDOUT_LATER_USED = 20
+"""Memories used after the held-out cut the expiry validation needs."""
+MIN_HOLDOUT_USED_MEMORIES = 20
+"""Memories used in the held-out period the keep-threshold validation needs."""
+CONFIDENCE = 0.95
+"""Confidence of the one-sided bounds (:func:`max_misses`)."""
+MAX_FLOOR_CI = 0.05
+"""Widest 95% bootstrap interval of the floor (cosine) that is applied."""
+MAX_DECAY_REL_SE = 0.25
+"""Largest standard error of the decay rate relative to the rate that is fitted (95% interval about
++-50%): wider, and the data do not pin the decay down."""
 
 Floats = npt.NDArray[np.float64]
+
+
+def binomial_cdf(k: npt.ArrayLike, n: int, p: float) -> Floats:
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)``, element-wise over ``k`` (log-space recursion over the
+    pmf, exact to float precision; a unit test checks it against ``scipy.stats.binom.cdf``).
+
+    Raises:
+        ValueError: ``n < 0`` or ``p`` outside ``(0, 1)``.
+    """
+    if n < 0 or not 0.0 < p < 1.0:
+        raise ValueError(f"binomial_cdf needs n >= 0 and 0 < p < 1, got n={n}, p={p}")
+    i = np.arange(n + 1, dtype=np.float64)
+    steps = np.log(np.maximum(n - i[:-1], 1.0)) - np.log(i[1:]) + math.log(p / (1.0 - p))
+    log_pmf = n * math.log1p(-p) + np.concatenate(([0.0], np.cumsum(steps)))
+    cdf = np.minimum(1.0, np.cumsum(np.exp(log_pmf - log_pmf.max())) * math.exp(log_pmf.max()))
+    kk = np.asarray(k, dtype=np.int64)
+    return np.where(kk < 0, 0.0, cdf[np.clip(kk, 0, n)])
+
+
+def max_misses(n: int, miss_share: float, confidence: float = CONFIDENCE) -> int:
+    """The most misses among ``n`` that still show, with ``confidence``, that the true miss share is
+    at most ``miss_share``: the largest ``k`` with ``P(Binomial(n, miss_share) <= k) <= 1 - confidence``
+    (equivalently, the one-sided Clopper-Pearson upper bound of ``k / n`` is <= ``miss_share``).
+    ``-1`` when even no miss is not enough (``n`` below ``log(1 - confidence) / log(1 - miss_share)``,
+    e.g. 59 for a 5% share at 95%, 299 for 1%).
+    """
+    if miss_share <= 0.0:
+        return -1
+    if miss_share >= 1.0 or n <= 0:
+        return n if miss_share >= 1.0 else -1
+    cdf = binomial_cdf(np.arange(n + 1), n, miss_share)
+    ok = np.flatnonzero(cdf <= 1.0 - confidence + 1e-12)
+    return int(ok.max()) if ok.size else -1
 
 
 @dataclass(frozen=True)
@@ -78,7 +133,7 @@ class NotFitted:
 
 @dataclass(frozen=True)
 class FloorFit:
-    """The fitted similarity floor and its precision/recall curve."""
+    """The fitted similarity floor, its precision/recall curve, and its validation on held-out labels."""
 
     floor: float
     recall: float
@@ -93,11 +148,20 @@ class FloorFit:
     current: float
     current_recall: float
     current_precision: float
+    holdout_positives: int = 0
+    holdout_recall: float | None = None
+    """Share of held-out relevant memories the floor keeps (``None``: no held-out labels)."""
+    current_holdout_recall: float | None = None
+    validated: bool = False
+    reason: str = ""
+    """Why it is not applied (empty when validated)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready statistics (the curve itself goes to the plot)."""
         return {
             "fitted": True,
+            "validated": self.validated,
+            "not_applied_because": self.reason or None,
             "floor": round(self.floor, 4),
             "recall_of_used": round(self.recall, 4),
             "precision": round(self.precision, 4),
@@ -105,9 +169,14 @@ class FloorFit:
             "positives": self.positives,
             "negatives": self.negatives,
             "target_recall": self.target_recall,
+            "holdout_positives": self.holdout_positives,
+            "holdout_recall_of_used": None if self.holdout_recall is None else round(self.holdout_recall, 4),
             "current_floor": self.current,
             "current_recall_of_used": round(self.current_recall, 4),
             "current_precision": round(self.current_precision, 4),
+            "current_holdout_recall_of_used": None
+            if self.current_holdout_recall is None
+            else round(self.current_holdout_recall, 4),
         }
 
 
@@ -122,12 +191,23 @@ def _curve(pos: Floats, neg: Floats) -> tuple[Floats, Floats]:
     return recall, precision
 
 
-def _choose_floor(bins: Floats, pos: Floats, neg: Floats, target: float) -> int:
-    recall, precision = _curve(pos, neg)
-    ok = np.flatnonzero(recall >= target - 1e-12)
-    # best precision among thresholds keeping enough; ties -> the highest threshold
+def _choose_floor(pos: Floats, neg: Floats, allowed_misses: int) -> int:
+    """Index of the best-precision threshold among those losing at most ``allowed_misses`` positives
+    (ties: the highest threshold); 0 (keep everything) when no threshold qualifies."""
+    _, precision = _curve(pos, neg)
+    lost = np.concatenate(([0.0], np.cumsum(pos)[:-1]))  # positives below bin i
+    ok = np.flatnonzero(lost <= allowed_misses + 1e-9)
+    if ok.size == 0:
+        return 0
     best = ok[np.flatnonzero(precision[ok] >= precision[ok].max() - 1e-12)]
     return int(best.max())
+
+
+def _share_kept(bins: Floats, pos: Floats, threshold: float) -> float | None:
+    total = float(pos.sum())
+    if total <= 0:
+        return None
+    return float(pos[bins >= threshold - 1e-9].sum() / total)
 
 
 def fit_floor(
@@ -135,56 +215,76 @@ def fit_floor(
     positives: Sequence[float],
     negatives: Sequence[float],
     *,
+    holdout_positives: Sequence[float] | None = None,
     target_recall: float = 0.95,
     current: float = 0.65,
+    confidence: float = CONFIDENCE,
+    max_ci: float = MAX_FLOOR_CI,
     bootstrap: int = 200,
     seed: int = 7,
 ) -> FloorFit | NotFitted:
-    """Fit the similarity floor from a labelled histogram (module doc).
+    """Fit the similarity floor from a labelled histogram and validate it (module doc).
 
     Args:
         bins: lower edges of the similarity bins, ascending (cosine).
-        positives / negatives: relevant / irrelevant labelled returns per bin.
-        target_recall: share of relevant memories the floor must keep (0..1).
+        positives / negatives: relevant / irrelevant labelled returns per bin (the training part).
+        holdout_positives: relevant labelled returns per bin of the held-out (later) recalls; ``None``
+            or too few: the fit is reported but not validated, so not applied.
+        target_recall: share of relevant memories the floor must keep (0..1), with ``confidence``.
         current: the floor in force, for comparison.
+        max_ci: widest bootstrap 95% interval (cosine) of a floor that is applied.
         bootstrap: resamples for the 95% interval.
 
     Raises:
-        ValueError: ``target_recall`` outside (0, 1], or the three sequences differ in length.
+        ValueError: ``target_recall`` outside (0, 1], or the sequences differ in length.
     """
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
     b = np.asarray(bins, dtype=np.float64)
     p = np.asarray(positives, dtype=np.float64)
     n = np.asarray(negatives, dtype=np.float64)
-    if not (b.shape == p.shape == n.shape):
-        raise ValueError("bins, positives and negatives must have the same length")
+    h = np.asarray(holdout_positives if holdout_positives is not None else np.zeros_like(p), dtype=np.float64)
+    if not (b.shape == p.shape == n.shape == h.shape):
+        raise ValueError("bins, positives, negatives and holdout_positives must have the same length")
     n_pos, n_neg = int(p.sum()), int(n.sum())
     if n_pos < MIN_FLOOR_POSITIVES or n_neg < MIN_FLOOR_NEGATIVES:
         return NotFitted(
             "similarity_floor",
-            f"needs >= {MIN_FLOOR_POSITIVES} used and >= {MIN_FLOOR_NEGATIVES} unused labelled returns, "
-            f"has {n_pos} and {n_neg} (agents send them with POST /v1/recall/{{query_id}}/feedback)",
+            f"needs >= {MIN_FLOOR_POSITIVES} used and >= {MIN_FLOOR_NEGATIVES} unused labelled returns "
+            f"(before the held-out part), has {n_pos} and {n_neg} (agents send them with "
+            "POST /v1/recall/{query_id}/feedback)",
             {"positives": n_pos, "negatives": n_neg},
             {"positives": MIN_FLOOR_POSITIVES, "negatives": MIN_FLOOR_NEGATIVES},
         )
-    i = _choose_floor(b, p, n, target_recall)
+    miss = 1.0 - target_recall
+    i = _choose_floor(p, n, max_misses(n_pos, miss, confidence))
     recall, precision = _curve(p, n)
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(bootstrap):
         bp = rng.multinomial(n_pos, p / n_pos).astype(np.float64)
         bn = rng.multinomial(n_neg, n / n_neg).astype(np.float64)
-        draws.append(b[_choose_floor(b, bp, bn, target_recall)])
-    lo, hi = np.percentile(draws, [2.5, 97.5])
+        draws.append(b[_choose_floor(bp, bn, max_misses(n_pos, miss, confidence))])
+    lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
     j = int(np.searchsorted(b, current, side="left"))
-    cur_recall = float(recall[j]) if j < b.size else 0.0
-    cur_precision = float(precision[j]) if j < b.size else 0.0
+    floor = float(b[i])
+    held = int(h.sum())
+    held_recall = _share_kept(b, h, floor)
+    reasons = []
+    if held < MIN_HOLDOUT_POSITIVES:
+        reasons.append(f"{held} held-out used labels, validation needs >= {MIN_HOLDOUT_POSITIVES}")
+    elif held_recall is not None and held_recall < target_recall:
+        reasons.append(
+            f"keeps {held_recall:.1%} of the {held} held-out used memories, under the target "
+            f"{target_recall:.0%}"
+        )
+    if hi - lo > max_ci:
+        reasons.append(f"95% interval {lo:.3f}-{hi:.3f} is wider than {max_ci}")
     return FloorFit(
-        floor=float(b[i]),
+        floor=floor,
         recall=float(recall[i]),
         precision=float(precision[i]),
-        ci95=(float(lo), float(hi)),
+        ci95=(lo, hi),
         positives=n_pos,
         negatives=n_neg,
         target_recall=target_recall,
@@ -192,8 +292,13 @@ def fit_floor(
         recall_curve=recall,
         precision_curve=precision,
         current=current,
-        current_recall=cur_recall,
-        current_precision=cur_precision,
+        current_recall=float(recall[j]) if j < b.size else 0.0,
+        current_precision=float(precision[j]) if j < b.size else 0.0,
+        holdout_positives=held,
+        holdout_recall=held_recall,
+        current_holdout_recall=_share_kept(b, h, current),
+        validated=not reasons,
+        reason="; ".join(reasons),
     )
 
 
@@ -368,6 +473,14 @@ def fit_decay(group: str, hazard: Hazard, *, max_days: float | None = None) -> D
             {"slope_per_day": result.slope},
             {"slope_per_day": -1e-9},
         )
+    if se > MAX_DECAY_REL_SE * rate:
+        return NotFitted(
+            f"decay[{group}]",
+            f"the data do not pin the decay down: {rate:.4f}/day +- {se:.4f} (standard error over "
+            f"{MAX_DECAY_REL_SE:.0%} of the rate, from {n_events} reuses); keeping the current decay",
+            {"relative_se": se / rate, "reuses": n_events},
+            {"relative_se": MAX_DECAY_REL_SE},
+        )
     half = math.log(2.0) / rate
     lo_rate, hi_rate = rate - 1.96 * se, rate + 1.96 * se
     ci = (math.log(2.0) / hi_rate, math.log(2.0) / lo_rate if lo_rate > 0 else math.inf)
@@ -390,49 +503,79 @@ def fit_decay(group: str, hazard: Hazard, *, max_days: float | None = None) -> D
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The stored memories at one cut time (days) with their history before it and whether they were
-    used after it (one array entry per memory)."""
+    """The stored memories at one cut with their history before it and whether they were used after it
+    (one array entry per memory). Cut times may differ per user (each user's own history is cut at the
+    same fraction of it)."""
 
     cut: float
+    """The cut as a fraction of each user's recall window (a label: times are in ``cut_day``)."""
     user: npt.NDArray[np.int64]
     """Dense user index (the frequency term's max is per user)."""
     memory_type: Sequence[str]
     importance: Floats
     born: Floats
+    cut_day: Floats
+    """The cut of each memory's user (days on the tuner's clock)."""
+    accesses_before: Floats
+    """Returns by recalls before the cut: the eviction job's access count."""
+    last_access_before: Floats
+    """The last of them (0 if none)."""
     uses_before: Floats
-    last_use_before: Floats
+    """Uses (the tuner's signal) before the cut."""
     used_after: npt.NDArray[np.bool_]
+    holdout: bool = False
+    """A validation cut (its later uses are never seen by the training cuts)."""
 
     def scores(self, decay_by_type: Mapping[str, float], default_decay: float) -> Floats:
-        """Eviction score of every memory at the cut (:func:`hindsight.scoring.eviction_scores`)."""
-        last = np.where(self.uses_before > 0, np.maximum(self.last_use_before, self.born), self.born)
-        days = self.cut - last
+        """Eviction score of every memory at the cut, as the eviction job computes it then
+        (:func:`hindsight.scoring.eviction_scores`: importance, days since the last access or since
+        birth, access count against the user's most accessed memory)."""
+        last = np.where(self.accesses_before > 0, np.maximum(self.last_access_before, self.born), self.born)
+        days = self.cut_day - last
         most = np.zeros(int(self.user.max()) + 1 if self.user.size else 0)
-        np.maximum.at(most, self.user, self.uses_before)
+        np.maximum.at(most, self.user, self.accesses_before)
         decay = np.array([decay_by_type.get(t, default_decay) for t in self.memory_type], dtype=np.float64)
-        return eviction_scores(self.importance, days, self.uses_before, most[self.user], decay_per_day=decay)
+        return eviction_scores(
+            self.importance, days, self.accesses_before, most[self.user], decay_per_day=decay
+        )
+
+    @property
+    def never_used(self) -> npt.NDArray[np.bool_]:
+        """Memories used neither before the cut nor after it."""
+        mask: npt.NDArray[np.bool_] = (self.uses_before == 0) & ~self.used_after
+        return mask
 
 
 @dataclass(frozen=True)
 class ExpiryFit:
-    """The fitted expiry threshold and the replay behind it."""
+    """The fitted expiry threshold for one decay setting, the replay behind it and its validation."""
 
     threshold: float
     max_regret: float
     grid: Floats
     expired_share: Floats
-    """Share of memories each threshold expires, averaged over the cuts."""
+    """Share of memories each threshold expires, averaged over the training cuts."""
     never_used_expired_share: Floats
     regret: Floats
-    """Worst regret over the cuts per threshold."""
+    """Worst regret over the training cuts per threshold."""
     cuts: list[dict[str, float]]
     current: float
     current_regret: float
     current_never_used_expired: float
+    decay: str = "current"
+    """Which decay the scores used: ``current`` or ``fitted``."""
+    target_expire_share: float = 0.0
+    zero_regret_threshold: float = 0.0
+    """The largest threshold within ``max_regret`` on the training cuts."""
+    holdout: dict[str, Any] = field(default_factory=dict)
+    """The validation cut: memories, used after, expired, never-used expired share, regret (tuned and
+    current threshold)."""
+    validated: bool = False
+    reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready statistics (a coarse table of the sweep; the plot has all of it)."""
-        i = int(np.searchsorted(self.grid, self.threshold))
+        i = int(np.argmin(np.abs(self.grid - self.threshold)))
         table = [
             {
                 "threshold": round(float(t), 3),
@@ -450,7 +593,12 @@ class ExpiryFit:
         ]
         return {
             "fitted": True,
+            "validated": self.validated,
+            "not_applied_because": self.reason or None,
+            "decay": self.decay,
             "expire_below": round(self.threshold, 4),
+            "zero_regret_threshold": round(self.zero_regret_threshold, 4),
+            "target_expire_share": self.target_expire_share,
             "max_regret": self.max_regret,
             "expired_share": round(float(self.expired_share[i]), 4),
             "never_used_expired_share": round(float(self.never_used_expired_share[i]), 4),
@@ -458,9 +606,22 @@ class ExpiryFit:
             "current_expire_below": self.current,
             "current_worst_regret": round(self.current_regret, 4),
             "current_never_used_expired_share": round(self.current_never_used_expired, 4),
+            "holdout": self.holdout,
             "cuts": self.cuts,
             "sweep": table,
         }
+
+
+def _sweep(snap: Snapshot, scores: Floats, thresholds: Floats) -> tuple[Floats, Floats, Floats]:
+    """Per threshold: share expired, share of never-used expired, regret (share of later-used expired)."""
+    below = scores[None, :] < thresholds[:, None]  # (thresholds, memories)
+    never = snap.never_used
+    later = snap.used_after
+    return (
+        below.mean(axis=1),
+        below[:, never].mean(axis=1) if never.any() else np.zeros(thresholds.size),
+        below[:, later].mean(axis=1) if later.any() else np.zeros(thresholds.size),
+    )
 
 
 def fit_expiry(
@@ -469,31 +630,39 @@ def fit_expiry(
     default_decay: float,
     *,
     max_regret: float = 0.0,
+    target_expire_share: float = 0.0,
     current: float = 0.15,
+    decay: str = "current",
     grid: Floats | None = None,
 ) -> ExpiryFit | NotFitted:
-    """Sweep expiry thresholds over replayed cuts (module doc).
+    """Sweep expiry thresholds over replayed cuts and validate on the held-out one (module doc).
 
     Args:
-        snapshots: the stored memories at each cut.
-        decay_by_type / default_decay: the decay per memory type (fitted, or current).
+        snapshots: the stored memories at each cut; those with ``holdout`` set validate, the others
+            train.
+        decay_by_type / default_decay: the decay per memory type under test (fitted, or current).
         max_regret: largest share of later-used memories a threshold may expire, at any cut.
+        target_expire_share: when > 0, the smallest threshold that expires this share of never-used
+            memories (averaged over the training cuts) is taken instead of the zero-regret one if it is
+            smaller: the storage goal met with the most room to spare.
         current: the threshold in force, for comparison.
+        decay: label of the decay setting (``current`` / ``fitted``), reported.
         grid: thresholds to try (default 0 .. 0.6 by 0.0025).
     """
     thresholds = grid if grid is not None else np.round(np.arange(0.0, 0.6001, 0.0025), 4)
+    train = [s for s in snapshots if not s.holdout]
     usable = [
         s
-        for s in snapshots
+        for s in train
         if int(s.used_after.sum()) >= MIN_LATER_USED and s.importance.size >= MIN_REPLAY_MEMORIES
     ]
     if not usable:
-        have_used = max((int(s.used_after.sum()) for s in snapshots), default=0)
-        have_mem = max((int(s.importance.size) for s in snapshots), default=0)
+        have_used = max((int(s.used_after.sum()) for s in train), default=0)
+        have_mem = max((int(s.importance.size) for s in train), default=0)
         return NotFitted(
             "expire_below",
-            f"needs a cut with >= {MIN_REPLAY_MEMORIES} stored memories and >= {MIN_LATER_USED} of them "
-            f"used after it, has at best {have_mem} and {have_used}",
+            f"needs a replay cut with >= {MIN_REPLAY_MEMORIES} stored memories and >= {MIN_LATER_USED} of "
+            f"them used after it (before the held-out period), has at best {have_mem} and {have_used}",
             {"memories": have_mem, "used_after_cut": have_used},
             {"memories": MIN_REPLAY_MEMORIES, "used_after_cut": MIN_LATER_USED},
         )
@@ -502,36 +671,79 @@ def fit_expiry(
     regret = np.zeros_like(expired)
     cuts = []
     for k, snap in enumerate(usable):
-        scores = snap.scores(decay_by_type, default_decay)
-        below = scores[None, :] < thresholds[:, None]  # (thresholds, memories)
-        later = snap.used_after
-        unused = (snap.uses_before == 0) & ~later
-        expired[k] = below.mean(axis=1)
-        never[k] = below[:, unused].mean(axis=1) if unused.any() else 0.0
-        regret[k] = below[:, later].mean(axis=1)
+        expired[k], never[k], regret[k] = _sweep(snap, snap.scores(decay_by_type, default_decay), thresholds)
         cuts.append(
             {
-                "cut_day": round(snap.cut, 2),
-                "memories": int(scores.size),
-                "used_after": int(later.sum()),
-                "never_used": int(unused.sum()),
+                "cut": round(snap.cut, 3),
+                "memories": int(snap.importance.size),
+                "used_after": int(snap.used_after.sum()),
+                "never_used": int(snap.never_used.sum()),
             }
         )
     worst = regret.max(axis=0)
+    never_mean = never.mean(axis=0)
     ok = np.flatnonzero(worst <= max_regret + 1e-12)
-    i = int(ok.max()) if ok.size else 0
+    zero = int(ok.max()) if ok.size else 0
+    i = zero
+    if target_expire_share > 0:
+        meets = np.flatnonzero(never_mean >= target_expire_share - 1e-12)
+        if meets.size and int(meets.min()) < zero:
+            i = int(meets.min())
+    threshold = float(thresholds[i])
     j = int(np.argmin(np.abs(thresholds - current)))
+    held = [s for s in snapshots if s.holdout]
+    reasons: list[str] = []
+    holdout: dict[str, Any] = {}
+    if not held:
+        reasons.append("no held-out cut to validate on")
+    else:
+        snap = held[-1]
+        scores = snap.scores(decay_by_type, default_decay)
+        later = int(snap.used_after.sum())
+        expired_later = int((scores[snap.used_after] < threshold).sum())
+        current_later = int((scores[snap.used_after] < current).sum())
+        never_mask = snap.never_used
+        holdout = {
+            "cut": round(snap.cut, 3),
+            "memories": int(scores.size),
+            "used_after": later,
+            "never_used": int(never_mask.sum()),
+            "expired": int((scores < threshold).sum()),
+            "never_used_expired_share": round(float((scores[never_mask] < threshold).mean()), 4)
+            if never_mask.any()
+            else 0.0,
+            "later_used_expired": expired_later,
+            "current_later_used_expired": current_later,
+            "current_never_used_expired_share": round(float((scores[never_mask] < current).mean()), 4)
+            if never_mask.any()
+            else 0.0,
+        }
+        if later < MIN_HOLDOUT_LATER_USED:
+            reasons.append(
+                f"{later} memories used after the held-out cut, validation needs >= {MIN_HOLDOUT_LATER_USED}"
+            )
+        elif expired_later / later > max_regret + 1e-12:
+            reasons.append(
+                f"at the held-out cut it would have expired {expired_later} of the {later} memories used "
+                f"later (allowed share {max_regret:g})"
+            )
     return ExpiryFit(
-        threshold=float(thresholds[i]),
+        threshold=threshold,
         max_regret=max_regret,
         grid=thresholds,
         expired_share=expired.mean(axis=0),
-        never_used_expired_share=never.mean(axis=0),
+        never_used_expired_share=never_mean,
         regret=worst,
         cuts=cuts,
         current=current,
         current_regret=float(worst[j]),
-        current_never_used_expired=float(never.mean(axis=0)[j]),
+        current_never_used_expired=float(never_mean[j]),
+        decay=decay,
+        target_expire_share=target_expire_share,
+        zero_regret_threshold=float(thresholds[zero]),
+        holdout=holdout,
+        validated=not reasons,
+        reason="; ".join(reasons),
     )
 
 
@@ -540,7 +752,7 @@ def fit_expiry(
 
 @dataclass(frozen=True)
 class KeepFit:
-    """The fitted write-trigger keep threshold."""
+    """The fitted write-trigger keep threshold and its validation."""
 
     threshold: float
     keep_recall: float
@@ -552,17 +764,25 @@ class KeepFit:
     stored: Floats
     used: Floats
     current: float
+    holdout_used: int = 0
+    holdout_kept: float | None = None
+    validated: bool = False
+    reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready statistics."""
         return {
             "fitted": True,
+            "validated": self.validated,
+            "not_applied_because": self.reason or None,
             "keep_threshold": round(self.threshold, 4),
             "keep_recall": self.keep_recall,
             "used_kept_share": round(self.used_kept, 4),
             "stored_saved_share": round(self.stored_saved, 4),
             "used_memories": self.used_memories,
             "stored_memories": self.stored_memories,
+            "holdout_used_memories": self.holdout_used,
+            "holdout_used_kept_share": None if self.holdout_kept is None else round(self.holdout_kept, 4),
             "current_keep_threshold": self.current,
         }
 
@@ -572,33 +792,56 @@ def fit_keep(
     stored: Sequence[float],
     used: Sequence[float],
     *,
+    holdout_used: Sequence[float] | None = None,
     keep_recall: float = 0.99,
     current: float = 0.2,
+    confidence: float = CONFIDENCE,
 ) -> KeepFit | NotFitted:
-    """Largest importance threshold keeping ``keep_recall`` of used memories (module doc); never below
-    ``current`` (lower thresholds cannot be learned: those turns were never stored)."""
+    """Largest importance threshold that keeps ``keep_recall`` of used memories with ``confidence``
+    (:func:`max_misses`), never below ``current`` (lower thresholds cannot be learned: those turns were
+    never stored); validated on the memories used in the held-out period (module doc). A threshold equal
+    to ``current`` changes nothing and is not proposed."""
     b = np.asarray(bins, dtype=np.float64)
     s = np.asarray(stored, dtype=np.float64)
     u = np.asarray(used, dtype=np.float64)
+    h = np.asarray(holdout_used if holdout_used is not None else np.zeros_like(u), dtype=np.float64)
     n_used = int(u.sum())
-    if n_used < MIN_USED_MEMORIES:
+    allowed = max_misses(n_used, 1.0 - keep_recall, confidence)
+    if n_used < MIN_USED_MEMORIES or allowed < 0:
+        need = MIN_USED_MEMORIES
+        while max_misses(need, 1.0 - keep_recall, confidence) < 0:
+            need += 1
         return NotFitted(
             "keep_threshold",
-            f"needs >= {MIN_USED_MEMORIES} distinct used memories with a stored importance, has {n_used}",
+            f"needs >= {need} distinct used memories with a stored importance (to show {keep_recall:.0%} "
+            f"of them kept with {confidence:.0%} confidence), has {n_used}",
             {"used_memories": n_used},
-            {"used_memories": MIN_USED_MEMORIES},
+            {"used_memories": need},
         )
-    # keeping bins i.. keeps this share of used memories
-    kept_used = np.cumsum(u[::-1])[::-1] / n_used
-    ok = np.flatnonzero(kept_used >= keep_recall - 1e-12)
+    lost = np.concatenate(([0.0], np.cumsum(u)[:-1]))  # used memories below bin i
+    ok = np.flatnonzero(lost <= allowed + 1e-9)
     i = int(ok.max())
     threshold = max(float(b[i]), current)
-    k = int(np.searchsorted(b, threshold, side="left"))
+    k = int(np.searchsorted(b, threshold - 1e-9, side="left"))
     saved = float(s[:k].sum() / s.sum()) if s.sum() > 0 else 0.0
+    held = int(h.sum())
+    held_kept = _share_kept(b, h, threshold)
+    reasons = []
+    if threshold <= current + 1e-9:
+        reasons.append(f"no higher threshold keeps {keep_recall:.0%} of used memories: the current one stays")
+    elif held < MIN_HOLDOUT_USED_MEMORIES:
+        reasons.append(
+            f"{held} memories used in the held-out period, validation needs >= {MIN_HOLDOUT_USED_MEMORIES}"
+        )
+    elif held_kept is not None and held_kept < keep_recall:
+        reasons.append(
+            f"keeps {held_kept:.1%} of the {held} memories used in the held-out period, under "
+            f"{keep_recall:.0%}"
+        )
     return KeepFit(
         threshold=threshold,
         keep_recall=keep_recall,
-        used_kept=float(kept_used[k]) if k < kept_used.size else 0.0,
+        used_kept=float(u[k:].sum() / n_used) if n_used else 0.0,
         stored_saved=saved,
         used_memories=n_used,
         stored_memories=int(s.sum()),
@@ -606,4 +849,8 @@ def fit_keep(
         stored=s,
         used=u,
         current=current,
+        holdout_used=held,
+        holdout_kept=held_kept,
+        validated=not reasons,
+        reason="; ".join(reasons),
     )

@@ -31,6 +31,10 @@ PLOTS = ("floor", "decay", "usage_by_age", "scores", "expiry", "keep")
 _COLORS = {"all": "black", "episodic": "tab:blue", "semantic": "tab:orange", "working": "tab:green"}
 
 
+def _tuned(value: float, validated: bool) -> str:
+    return f"tuned {value:.3f}" if validated else f"fitted {value:.3f}, not applied"
+
+
 def _not_fitted(ax: Axes, title: str, fit: NotFitted | None = None) -> None:
     ax.set_title(title)
     ax.text(
@@ -54,7 +58,9 @@ def _floor(ax: Axes, report: TuneReport) -> None:
     ax.plot(f.thresholds, f.recall_curve, label="recall of used", color="tab:blue")
     ax.plot(f.thresholds, f.precision_curve, label="precision", color="tab:orange")
     ax.axvspan(f.ci95[0], f.ci95[1], color="tab:green", alpha=0.15, label="95% CI")
-    ax.axvline(f.floor, color="tab:green", label=f"tuned {f.floor:.3f}")
+    ax.axvline(
+        f.floor, color="tab:green", linestyle="-" if f.validated else ":", label=_tuned(f.floor, f.validated)
+    )
     ax.axvline(f.current, color="grey", linestyle="--", label=f"current {f.current:.3f}")
     ax.axhline(f.target_recall, color="tab:blue", linestyle=":", linewidth=0.8)
     lo = max(float(f.thresholds.min()), min(f.floor, f.current) - 0.1)
@@ -143,12 +149,17 @@ def _expiry(ax: Axes, report: TuneReport) -> None:
     ax.plot(e.grid, e.expired_share, label="memories expired", color="tab:blue")
     ax.plot(e.grid, e.never_used_expired_share, label="never-used expired", color="tab:purple")
     ax.plot(e.grid, e.regret, label="worst regret (later-used expired)", color="tab:red")
-    ax.axvline(e.threshold, color="tab:green", label=f"tuned {e.threshold:.3f}")
+    ax.axvline(
+        e.threshold,
+        color="tab:green",
+        linestyle="-" if e.validated else ":",
+        label=_tuned(e.threshold, e.validated),
+    )
     ax.axvline(e.current, color="grey", linestyle="--", label=f"current {e.current:.3f}")
     ax.set_xlim(0, min(0.6, max(e.threshold, e.current) + 0.15))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("expire below (eviction score)")
-    ax.set_title(f"expiry replay over {len(e.cuts)} cuts")
+    ax.set_title(f"expiry replay over {len(e.cuts)} cuts ({e.decay} decay)")
     ax.legend(fontsize=7)
 
 
@@ -160,7 +171,12 @@ def _keep(ax: Axes, report: TuneReport) -> None:
     width = float(k.bins[1] - k.bins[0]) if k.bins.size > 1 else 0.01
     ax.bar(k.bins, k.stored / max(k.stored.sum(), 1), width, alpha=0.5, label="stored", align="edge")
     ax.bar(k.bins, k.used / max(k.used.sum(), 1), width, alpha=0.5, label="used", align="edge")
-    ax.axvline(k.threshold, color="tab:green", label=f"tuned {k.threshold:.2f}")
+    ax.axvline(
+        k.threshold,
+        color="tab:green",
+        linestyle="-" if k.validated else ":",
+        label=_tuned(k.threshold, k.validated),
+    )
     ax.axvline(k.current, color="grey", linestyle="--", label=f"current {k.current:.2f}")
     ax.set_xlabel("importance at write")
     ax.set_ylabel("share")

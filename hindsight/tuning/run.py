@@ -42,8 +42,13 @@ if TYPE_CHECKING:
     from hindsight.analytics.store import AnalyticsStore
     from hindsight.tuning.settings_file import TunedFile
 
-DEFAULT_CUTS = (0.5, 0.6, 0.7, 0.8)
-"""Cut times of the expiry replay, as fractions of the observed recall window."""
+DEFAULT_CUTS = (0.4, 0.5, 0.6)
+"""Training cuts of the expiry replay, as fractions of each user's recall window; their later uses
+are looked at up to the held-out cut only."""
+HOLDOUT_CUT = 0.7
+"""The validation cut of the expiry replay (fraction of each user's recall window): its later uses
+(to the end) are never seen by the training cuts."""
+_TO_THE_END = 2.0
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,15 @@ class TuneOptions:
     """Largest share of later-used memories the expiry threshold may expire (at any replay cut)."""
     keep_recall: float = 0.99
     """Share of used memories the keep threshold must keep."""
+    target_expire_share: float = 0.0
+    """When > 0: the smallest expiry threshold that expires this share of never-used memories is taken
+    when it is below the zero-regret one (the storage goal with the most room to spare)."""
+    holdout: float = 0.3
+    """Share of the labelled history (the latest) held out to validate the floor and keep threshold."""
     bin_days: float = 1.0
     max_gap_days: float | None = 365.0
     cuts: tuple[float, ...] = DEFAULT_CUTS
+    holdout_cut: float = HOLDOUT_CUT
 
 
 @dataclass
@@ -99,26 +110,45 @@ class TuneReport:
     usage_by_age: list[dict[str, Any]]
     scores: dict[str, dict[str, list[float]]]
     seconds: dict[str, float]
+    expiry_alternatives: list[ExpiryFit | NotFitted] = field(default_factory=list)
+    """Every eviction setting replayed (fitted decay first, then the current one); :attr:`expiry` is the
+    first that validated, else the first."""
+
+    @property
+    def decay_applied(self) -> bool:
+        """The fitted decay goes out with a validated expiry threshold: decay and threshold make one
+        eviction score, so a new decay is applied only when the replay validated it together with the
+        threshold."""
+        return isinstance(self.expiry, ExpiryFit) and self.expiry.validated and self.expiry.decay == "fitted"
+
+    def decay_note(self) -> str:
+        """Why the fitted decay is (not) applied."""
+        if self.decay_applied:
+            return "applied with the validated expiry threshold"
+        if not any(isinstance(d, DecayFit) for d in self.decay.values()):
+            return "not fitted"
+        return "not applied: no expiry threshold validated with it on the held-out replay cut"
 
     def proposed(self) -> dict[str, Any]:
-        """The tuned values (only what was fitted; the rest keeps its current value)."""
+        """The tuned values that validated (the rest keeps its current value)."""
         out: dict[str, Any] = {}
-        if isinstance(self.floor, FloorFit):
+        if isinstance(self.floor, FloorFit) and self.floor.validated:
             out["similarity_floor"] = round(self.floor.floor, 4)
-        fitted = {g: d for g, d in self.decay.items() if isinstance(d, DecayFit)}
-        if "all" in fitted:
-            out["decay_per_day"] = round(fitted["all"].rate_per_day, 5)
-        by_type = {g: round(d.rate_per_day, 5) for g, d in fitted.items() if g != "all"}
-        if by_type:
-            out["decay_per_day_by_type"] = by_type
-        if isinstance(self.expiry, ExpiryFit):
+        if self.decay_applied:
+            fitted = {g: d for g, d in self.decay.items() if isinstance(d, DecayFit)}
+            if "all" in fitted:
+                out["decay_per_day"] = round(fitted["all"].rate_per_day, 5)
+            by_type = {g: round(d.rate_per_day, 5) for g, d in fitted.items() if g != "all"}
+            if by_type:
+                out["decay_per_day_by_type"] = by_type
+        if isinstance(self.expiry, ExpiryFit) and self.expiry.validated:
             out["expire_below"] = round(self.expiry.threshold, 4)
-        if isinstance(self.keep, KeepFit):
+        if isinstance(self.keep, KeepFit) and self.keep.validated:
             out["keep_threshold"] = round(self.keep.threshold, 4)
         return out
 
     def fitted_any(self) -> bool:
-        """Whether at least one value was fitted."""
+        """Whether at least one value was fitted and validated (what :meth:`proposed` applies)."""
         return bool(self.proposed())
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +161,8 @@ class TuneReport:
                 "target_recall": self.options.target_recall,
                 "max_regret": self.options.max_regret,
                 "keep_recall": self.options.keep_recall,
+                "target_expire_share": self.options.target_expire_share,
+                "holdout": self.options.holdout,
             },
             "summary": self.summary,
             "current": self.current.as_dict(),
@@ -138,7 +170,10 @@ class TuneReport:
             "fits": {
                 "similarity_floor": self.floor.as_dict(),
                 "decay": {g: d.as_dict() for g, d in self.decay.items()},
+                "decay_applied": self.decay_applied,
+                "decay_note": self.decay_note(),
                 "expire_below": self.expiry.as_dict(),
+                "expire_below_alternatives": [e.as_dict() for e in self.expiry_alternatives[1:]],
                 "keep_threshold": self.keep.as_dict(),
             },
             "usage_by_age": self.usage_by_age,
@@ -147,12 +182,13 @@ class TuneReport:
 
 
 def _snapshots(
-    store: AnalyticsStore, sql: TuningSql, params: dict[str, Any], cuts: list[float]
+    store: AnalyticsStore, sql: TuningSql, params: dict[str, Any], cuts: list[float], holdout_cut: float
 ) -> list[Snapshot]:
-    """The stored memories at each cut, from one aggregation pass (:meth:`TuningSql.replay`)."""
-    if not cuts:
-        return []
-    cols = store.columns(sql.replay(), {**params, "cuts": cuts})
+    """The stored memories at each training cut and at the held-out cut, from one aggregation pass
+    (:meth:`TuningSql.replay`; cuts are fractions of each user's recall window)."""
+    fractions = [*cuts, holdout_cut]
+    horizons = [holdout_cut] * len(cuts) + [_TO_THE_END]
+    cols = store.columns(sql.replay(), {**params, "cuts": fractions, "horizons": horizons})
     users = cols.get("user_key", [])
     if not users:
         return []
@@ -160,22 +196,28 @@ def _snapshots(
     born = np.asarray(cols["born"], dtype=np.float64)
     importance = np.asarray(cols["importance"], dtype=np.float64)
     types = np.asarray([str(t) for t in cols["memory_type"]], dtype=object)
-    before = np.asarray(cols["uses_before"], dtype=np.float64).reshape(len(users), len(cuts))
-    last = np.asarray(cols["last_use_before"], dtype=np.float64).reshape(len(users), len(cuts))
-    after = np.asarray(cols["used_after"], dtype=bool).reshape(len(users), len(cuts))
+    shape = (len(users), len(fractions))
+    cut_day = np.asarray(cols["cut_day"], dtype=np.float64).reshape(shape)
+    accesses = np.asarray(cols["accesses_before"], dtype=np.float64).reshape(shape)
+    last = np.asarray(cols["last_access_before"], dtype=np.float64).reshape(shape)
+    uses = np.asarray(cols["uses_before"], dtype=np.float64).reshape(shape)
+    after = np.asarray(cols["used_after"], dtype=bool).reshape(shape)
     out = []
-    for k, cut in enumerate(cuts):
-        alive = born < cut
+    for k, fraction in enumerate(fractions):
+        alive = born < cut_day[:, k]
         out.append(
             Snapshot(
-                cut=cut,
+                cut=fraction,
                 user=user_index[alive].astype(np.int64),
                 memory_type=types[alive].tolist(),
                 importance=importance[alive],
                 born=born[alive],
-                uses_before=before[alive, k],
-                last_use_before=last[alive, k],
+                cut_day=cut_day[alive, k],
+                accesses_before=accesses[alive, k],
+                last_access_before=last[alive, k],
+                uses_before=uses[alive, k],
                 used_after=after[alive, k],
+                holdout=k == len(cuts),
             )
         )
     return out
@@ -200,10 +242,20 @@ def tune(
 
     Raises:
         StoreUnavailableError: ClickHouse failed.
+        ValueError: ``holdout`` outside (0, 1), ``target_expire_share`` outside [0, 1), or the held-out
+            replay cut not after every training cut.
     """
     opts = options or TuneOptions()
     cur = current or Current()
-    sql = TuningSql(store.names, signal=opts.signal, clock=opts.clock, tenant=opts.tenant)
+    if not 0.0 < opts.holdout < 1.0:
+        raise ValueError(f"--holdout is a share in (0, 1), got {opts.holdout}")
+    if not 0.0 <= opts.target_expire_share < 1.0:
+        raise ValueError(f"--target-expire-share is a share in [0, 1), got {opts.target_expire_share}")
+    if opts.cuts and max(opts.cuts) >= opts.holdout_cut:
+        raise ValueError(f"replay cuts {opts.cuts} must all precede the held-out cut {opts.holdout_cut}")
+    sql = TuningSql(
+        store.names, signal=opts.signal, clock=opts.clock, tenant=opts.tenant, holdout=opts.holdout
+    )
     params: dict[str, Any] = {"tenant": opts.tenant} if opts.tenant else {}
     started = time.perf_counter()
     with _staged(store, sql, params) as staged:
@@ -224,11 +276,13 @@ def _tune(
     seconds["summary"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    hist = store.columns(sql.similarity_histogram(), params)
+    split = {**params, "split": float(summary.get("split_day") or 0.0)}
+    hist = store.columns(sql.similarity_histogram(split=True), split)
     floor = fit_floor(
         hist.get("bin", []),
         hist.get("positive", []),
         hist.get("negative", []),
+        holdout_positives=hist.get("holdout_positive", []),
         target_recall=opts.target_recall,
         current=cur.similarity_floor,
     )
@@ -257,24 +311,38 @@ def _tune(
     seconds["decay"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    snapshots = _snapshots(store, sql, params, list(opts.cuts), opts.holdout_cut)
+    settings: list[tuple[str, dict[str, float], float]] = []
     pooled = decay.get("all")
-    default_decay = pooled.rate_per_day if isinstance(pooled, DecayFit) else cur.decay_per_day
-    by_type = dict(cur.decay_per_day_by_type)
-    by_type.update({g: d.rate_per_day for g, d in decay.items() if isinstance(d, DecayFit) and g != "all"})
-    first, last = summary.get("first_day"), summary.get("last_day")
-    cuts = [] if not first or not last or last <= first else [first + f * (last - first) for f in opts.cuts]
-    snapshots = _snapshots(store, sql, params, cuts)
-    expiry = fit_expiry(
-        snapshots, by_type, default_decay, max_regret=opts.max_regret, current=cur.expire_below
-    )
+    if isinstance(pooled, DecayFit):
+        by_type = dict(cur.decay_per_day_by_type)
+        by_type.update(
+            {g: d.rate_per_day for g, d in decay.items() if isinstance(d, DecayFit) and g != "all"}
+        )
+        settings.append(("fitted", by_type, pooled.rate_per_day))
+    settings.append(("current", dict(cur.decay_per_day_by_type), cur.decay_per_day))
+    alternatives: list[ExpiryFit | NotFitted] = [
+        fit_expiry(
+            snapshots,
+            by_type,
+            default_decay,
+            max_regret=opts.max_regret,
+            target_expire_share=opts.target_expire_share,
+            current=cur.expire_below,
+            decay=label,
+        )
+        for label, by_type, default_decay in settings
+    ]
+    expiry = next((e for e in alternatives if isinstance(e, ExpiryFit) and e.validated), alternatives[0])
     seconds["expiry"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    imp = store.columns(sql.importance_histogram(), params)
+    imp = store.columns(sql.importance_histogram(split=True), split)
     keep = fit_keep(
         imp.get("bin", []),
         imp.get("stored", []),
         imp.get("used", []),
+        holdout_used=imp.get("holdout_used", []),
         keep_recall=opts.keep_recall,
         current=cur.keep_threshold,
     )
@@ -297,7 +365,9 @@ def _tune(
         )
     ]
     seconds["keep_and_usage"] = time.perf_counter() - t
-    return TuneReport(opts, cur, summary, floor, decay, expiry, keep, usage_rows, scores, seconds)
+    return TuneReport(
+        opts, cur, summary, floor, decay, expiry, keep, usage_rows, scores, seconds, alternatives
+    )
 
 
 @dataclass(frozen=True)
@@ -358,42 +428,56 @@ def render_table(report: TuneReport) -> str:
     proposed = report.proposed()
     lines = [f"{'setting':<28}{'current':>10}{'tuned':>10}  evidence", "-" * 100]
 
-    def row(name: str, evidence: str) -> None:
+    def row(name: str, evidence: str, fitted: float | None = None) -> None:
         now = cur.get(name)
         new = proposed.get(name)
         now_s = f"{now:.4g}" if isinstance(now, float) else "-"
         new_s = f"{new:.4g}" if isinstance(new, float) else "-"
+        if new is None and fitted is not None:
+            new_s = f"({fitted:.4g})"  # fitted, not applied
         lines.append(f"{name:<28}{now_s:>10}{new_s:>10}  {evidence}")
+
+    def held(fit: FloorFit | ExpiryFit | KeepFit) -> str:
+        return "validated on held-out data" if fit.validated else f"NOT APPLIED: {fit.reason}"
 
     f = report.floor
     if isinstance(f, FloorFit):
+        kept = "-" if f.holdout_recall is None else f"{f.holdout_recall:.1%}"
         row(
             "similarity_floor",
-            f"keeps {f.recall:.1%} of used at precision {f.precision:.1%} "
-            f"(95% CI {f.ci95[0]:.3f}-{f.ci95[1]:.3f}; {f.positives} used / {f.negatives} unused labels; "
-            f"now {f.current_recall:.1%} / {f.current_precision:.1%})",
+            f"keeps {f.recall:.1%} of used at precision {f.precision:.1%}, {kept} of {f.holdout_positives} "
+            f"held-out (95% CI {f.ci95[0]:.3f}-{f.ci95[1]:.3f}; {f.positives} used / {f.negatives} unused "
+            f"labels; now {f.current_recall:.1%} / {f.current_precision:.1%}); {held(f)}",
+            f.floor,
         )
     else:
         row("similarity_floor", f"NOT FITTED: {f.reason}")
+    note = "" if report.decay_applied else f"; {report.decay_note()}"
     for group, d in report.decay.items():
         name = "decay_per_day" if group == "all" else f"decay_per_day[{group}]"
         if isinstance(d, DecayFit):
             now = cur["decay_per_day_by_type"].get(group, cur["decay_per_day"])
+            shown = f"{d.rate_per_day:.4g}" if report.decay_applied else f"({d.rate_per_day:.4g})"
             lines.append(
-                f"{name:<28}{now:>10.4g}{d.rate_per_day:>10.4g}  half-life {d.half_life_days:.1f} d "
+                f"{name:<28}{now:>10.4g}{shown:>10}  half-life {d.half_life_days:.1f} d "
                 f"(95% CI {d.half_life_ci95[0]:.1f}-{d.half_life_ci95[1]:.1f}); {d.events} reuses over "
-                f"{d.exposure_days:.0f} memory-days; deviance/df {d.deviance_per_df:.2f}"
+                f"{d.exposure_days:.0f} memory-days; deviance/df {d.deviance_per_df:.2f}{note}"
             )
         else:
             lines.append(f"{name:<28}{cur['decay_per_day']:>10.4g}{'-':>10}  NOT FITTED: {d.reason}")
     e = report.expiry
     if isinstance(e, ExpiryFit):
-        i = int(np.searchsorted(e.grid, e.threshold))
+        i = int(np.argmin(np.abs(e.grid - e.threshold)))
+        h = e.holdout
         row(
             "expire_below",
-            f"expires {e.expired_share[i]:.1%} of memories, {e.never_used_expired_share[i]:.1%} of "
-            f"never-used, worst regret {e.regret[i]:.1%} over {len(e.cuts)} cuts "
-            f"(now: regret {e.current_regret:.1%}, never-used expired {e.current_never_used_expired:.1%})",
+            f"{e.decay} decay: expires {e.expired_share[i]:.1%} of memories, "
+            f"{e.never_used_expired_share[i]:.1%} of never-used, worst regret {e.regret[i]:.1%} over "
+            f"{len(e.cuts)} cuts; held-out cut: "
+            f"{h.get('later_used_expired', '-')} of {h.get('used_after', '-')} later-used expired "
+            f"(now: regret {e.current_regret:.1%}, never-used expired {e.current_never_used_expired:.1%}); "
+            f"{held(e)}",
+            e.threshold,
         )
     else:
         row("expire_below", f"NOT FITTED: {e.reason}")
@@ -402,7 +486,8 @@ def render_table(report: TuneReport) -> str:
         row(
             "keep_threshold",
             f"keeps {k.used_kept:.1%} of {k.used_memories} used memories, would not store "
-            f"{k.stored_saved:.1%} of {k.stored_memories}",
+            f"{k.stored_saved:.1%} of {k.stored_memories}; {held(k)}",
+            k.threshold,
         )
     else:
         row("keep_threshold", f"NOT FITTED: {k.reason}")

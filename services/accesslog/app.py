@@ -7,8 +7,8 @@ from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
 from hindsight.stores.tombstones import Tombstones
-from schemas import Topic
-from services.accesslog.analytics import TOPICS, AnalyticsStage
+from hindsight.topology import STAGE_TOPICS
+from services.accesslog.analytics import AnalyticsStage
 from services.accesslog.stage import AccessLogStage
 
 
@@ -20,9 +20,9 @@ async def register(resources: Resources) -> None:
     tombstones = Tombstones(await resources.redis())
     interval = resources.settings.clickhouse.access_log_interval_s
     stage = AccessLogStage(resources.access_log(), tombstones=tombstones)
-    resources.subscribe(stage, [Topic.ACCESS], "accesslog", min_interval_s=interval)
+    resources.subscribe(stage, STAGE_TOPICS["accesslog"], "accesslog", min_interval_s=interval)
     analytics = AnalyticsStage(resources.analytics(), tombstones=tombstones)
-    resources.subscribe(analytics, list(TOPICS), "analytics")
+    resources.subscribe(analytics, STAGE_TOPICS["analytics"], "analytics")
 
 
 def create_app() -> FastStream:

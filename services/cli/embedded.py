@@ -20,6 +20,7 @@ import uvicorn
 from hindsight.brokers.admin import ensure_topics, wait_for_zero_lag
 from hindsight.runtime import Resources, embedded_broker, make_broker, open_resources, run_background
 from hindsight.settings import AllSettings, KafkaSettings
+from hindsight.topology import STAGE_TOPICS
 from schemas import Topic
 from services.accesslog import app as accesslog_app
 from services.evict import app as evict_app
@@ -34,17 +35,10 @@ from services.reflect import app as reflect_app
 
 log = logging.getLogger("hindsight.embedded")
 
-CONSUMER_TOPICS: dict[str, list[str]] = {
-    "guard": [Topic.INTERACTIONS],
-    "quarantine": [Topic.QUARANTINE],
-    "ingest-trigger": [Topic.GUARDED],
-    "ingest-embed": [Topic.CANDIDATES],
-    "ingest-reconcile": [Topic.STORED],
-    "reflect": [Topic.SESSIONS],
-    "accesslog": [Topic.ACCESS],
-    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES],
-}
-"""Consumer group suffix -> topics it consumes (what "caught up" means)."""
+CONSUMER_TOPICS = STAGE_TOPICS
+"""Consumer group suffix -> topics (:data:`hindsight.topology.STAGE_TOPICS`, the one list; kept under
+this name for callers of the embedded runner). What "caught up" means is what the stack subscribed:
+:meth:`Stack.groups`."""
 
 
 @dataclass
@@ -57,13 +51,13 @@ class Stack:
     eviction: EvictionJob
 
     def groups(self, exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
-        """Full consumer group id -> topics, for every stage running here (``HINDSIGHT_INGEST_STAGES``
-        may leave reconcile out) except the group suffixes in ``exclude``."""
+        """Full consumer group id -> topics, of every stage the stack subscribed
+        (``HINDSIGHT_INGEST_STAGES`` may leave reconcile out) except the group suffixes in ``exclude``."""
         kafka = self.resources.settings.kafka
         return {
-            kafka.group(name): [str(t) for t in topics]
-            for name, topics in CONSUMER_TOPICS.items()
-            if name in self.resources.runners and name not in exclude
+            kafka.group(name): list(topics)
+            for name, topics in self.resources.stage_topics.items()
+            if name not in exclude
         }
 
     async def wait_caught_up(self, timeout_s: float = 600.0, *, exclude: tuple[str, ...] = ()) -> None:
@@ -137,7 +131,6 @@ async def embedded_stack(
         broker = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, broker) as resources:
             resources.bootstrap = bootstrap
-            resources.stage_topics = {name: tuple(topics) for name, topics in CONSUMER_TOPICS.items()}
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             await guard_app.register(resources)
             await ingest_app.register(resources, ingest)

@@ -463,6 +463,13 @@ def tune(
     keep_recall: Annotated[
         float, typer.Option(help="Share of used memories the keep threshold keeps.")
     ] = 0.99,
+    holdout: Annotated[
+        float, typer.Option(help="Share of the labelled history (the latest) held out to validate fits.")
+    ] = 0.3,
+    target_expire_share: Annotated[
+        float,
+        typer.Option(help="If > 0: the safest expiry threshold expiring this share of never-used memories."),
+    ] = 0.0,
     plots: Annotated[Path | None, typer.Option(help="Folder for the PNG plots.")] = None,
     dry_run: Annotated[bool, typer.Option(help="Fit and plot, but write no settings file.")] = False,
 ) -> None:
@@ -484,6 +491,8 @@ def tune(
             target_recall=target_recall,
             max_regret=max_regret,
             keep_recall=keep_recall,
+            holdout=holdout,
+            target_expire_share=target_expire_share,
             plots=plots,
             dry_run=dry_run,
         )

@@ -5,8 +5,9 @@ Opens ClickHouse the way the services do (``HINDSIGHT_CLICKHOUSE_DSN``, else the
 the console's "run tune" button, which runs in the gateway's process), migrates the schema, runs
 :func:`hindsight.tuning.run.tune`, prints the table to stderr and one JSON line to stdout, writes the PNG
 plots and ``report.json`` next to the tuned-settings file, and (unless ``--dry-run``) a new version of
-the tuned-settings file. Exit status: 0 when at least one value was fitted, 3 when the data supported
-no fit (each refusal says how much it needs), 2 on a usage or connection error.
+the tuned-settings file holding the values that validated on the held-out part of the history. Exit
+status: 0 when at least one value validated (and is written), 3 when none did (each refusal says how
+much data it needs, each fit that did not validate says why), 2 on a usage or connection error.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def main_tune(
     max_regret: float,
     keep_recall: float,
     plots: Path | None,
+    holdout: float = 0.3,
+    target_expire_share: float = 0.0,
     dry_run: bool,
 ) -> int:
     """The ``hindsight tune`` command (module doc); returns the exit status."""
@@ -134,6 +137,8 @@ def main_tune(
                 target_recall=target_recall,
                 max_regret=max_regret,
                 keep_recall=keep_recall,
+                holdout=holdout,
+                target_expire_share=target_expire_share,
             ),
             current,
             tuned_path=settings_file.TuningSettings().path(cfg.runtime.data_dir),

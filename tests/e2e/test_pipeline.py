@@ -334,3 +334,19 @@ async def test_closing_an_unknown_session_creates_no_episode(stack: Stack) -> No
     close = closed(user, "nope", after=timedelta(0))
     await send(stack, [raw(close)])
     assert user_memories(stack, "tenant-a", user) == []
+
+
+async def test_the_stack_subscribes_exactly_the_declared_topology(stack: Stack) -> None:
+    """hindsight.topology is the one list of consumer groups: what the stack runs (and waits for, and
+    the console reports) is exactly it, so a new stage that is not declared there fails here. The
+    session stack runs without reconcile (tests/fixtures/stack.py), so that group is left out."""
+    from hindsight.topology import STAGE_TOPICS  # noqa: PLC0415
+
+    declared = {
+        name: tuple(str(t) for t in topics)
+        for name, topics in STAGE_TOPICS.items()
+        if name != "ingest-reconcile"
+    }
+    assert stack.resources.stage_topics == declared
+    kafka = stack.resources.settings.kafka
+    assert set(stack.groups()) == {kafka.group(name) for name in declared}

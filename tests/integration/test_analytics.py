@@ -245,10 +245,14 @@ async def test_labels_views_and_tuning_queries_answer_over_the_sink(store: Analy
     gaps = store.query(sql.reuse_gaps(), {"tenant": "t1"})
     by_bin = {(int(b), int(c)): (int(n), round(float(s), 3)) for _, b, c, n, s in gaps}
     assert by_bin == {(2, 0): (1, 2.0), (1, 0): (5, 5.0), (0, 1): (1, 0.0)}
-    replay = store.columns(sql.replay(), {"tenant": "t1", "cuts": [_days(T0 + timedelta(days=3))]})
-    assert replay["uses_before"] == [[3]]
-    assert replay["used_after"] == [[True]]
-    assert replay["last_use_before"][0][0] == pytest.approx(_days(T0 + timedelta(days=2)), abs=1e-6)
+    # cuts are fractions of the user's recall window (days 0..5): 0.5 -> day 2.5 looking up to day 3
+    # (0.6; no use in [2.5, 3)), 0.6 -> day 3 looking to the end
+    replay = store.columns(sql.replay(), {"tenant": "t1", "cuts": [0.5, 0.6], "horizons": [0.6, 2.0]})
+    assert replay["cut_day"][0] == pytest.approx([_days(T0 + timedelta(days=d)) for d in (2.5, 3.0)])
+    assert replay["uses_before"] == [[3, 3]]
+    assert replay["accesses_before"] == [[3, 3]]  # every use was a return too
+    assert replay["used_after"] == [[False, True]]
+    assert replay["last_access_before"][0][1] == pytest.approx(_days(T0 + timedelta(days=2)), abs=1e-6)
     assert store.users("t1")[0][:2] == ("u1", 1)
 
 

@@ -20,11 +20,13 @@ from hindsight.tuning.fit import (
     KeepFit,
     NotFitted,
     Snapshot,
+    binomial_cdf,
     fit_decay,
     fit_expiry,
     fit_floor,
     fit_keep,
     hazard_from_gaps,
+    max_misses,
     poisson_regression,
 )
 from services.evict.settings import EvictSettings
@@ -52,15 +54,59 @@ def test_floor_recovers_the_quantile_that_keeps_95_percent_of_used(
     rng = np.random.default_rng(1)
     used = rng.normal(mu_used, sigma, n)
     unused = rng.normal(mu_used - 2 * sigma, sigma, 3 * n)
-    fit = fit_floor(*_floor_inputs(used, unused), target_recall=0.95, current=0.65)
+    held = rng.normal(mu_used, sigma, n // 2)
+    bins, pos, neg = _floor_inputs(used, unused)
+    fit = fit_floor(bins, pos, neg, holdout_positives=_on(bins, held), target_recall=0.95, current=0.65)
     assert isinstance(fit, FloorFit)
     truth = mu_used - 1.6449 * sigma
-    assert fit.floor == pytest.approx(truth, abs=0.02)
+    # with 95% confidence that >= 95% are kept, the floor sits a little under the plain quantile
+    assert truth - 0.03 <= fit.floor <= truth + 0.005
     assert fit.recall >= 0.95
     assert fit.ci95[0] <= fit.floor <= fit.ci95[1]
     assert fit.ci95[1] - fit.ci95[0] < 0.05
     assert fit.positives == n
     assert 0 < fit.precision <= 1
+    assert fit.validated, fit.reason
+    assert fit.holdout_recall is not None
+    assert fit.holdout_recall >= 0.95
+
+
+def _on(bins: list[float], values: np.ndarray) -> list[int]:
+    """``values`` counted on the given bins (values outside them land in the nearest edge bin)."""
+    edges = np.asarray(bins)
+    idx = np.clip(np.searchsorted(edges, np.floor(values / 0.005) * 0.005 - 1e-9), 0, edges.size - 1)
+    return np.bincount(idx, minlength=edges.size).tolist()
+
+
+def test_floor_with_few_labels_stays_near_the_least_similar_used_memory() -> None:
+    rng = np.random.default_rng(8)
+    used = rng.normal(0.8, 0.04, 120)
+    bins, pos, neg = _floor_inputs(used, rng.normal(0.72, 0.04, 1200))
+    fit = fit_floor(bins, pos, neg, holdout_positives=_on(bins, rng.normal(0.8, 0.04, 60)))
+    assert isinstance(fit, FloorFit)
+    # 120 labels show ">= 95% kept" with 95% confidence only if at most one is lost (the plain 5%
+    # quantile would lose six): the floor stays at the second least similar used memory or below
+    assert max_misses(120, 0.05) == 1
+    assert fit.recall >= 119 / 120
+    assert fit.floor <= np.sort(used)[1]
+    assert fit.floor > used.min() - 0.01
+
+
+def test_floor_that_fails_on_held_out_labels_is_reported_not_applied() -> None:
+    rng = np.random.default_rng(9)
+    bins, pos, neg = _floor_inputs(rng.normal(0.85, 0.02, 2000), rng.normal(0.75, 0.03, 4000))
+    # the held-out (later) used memories are less similar: the fitted floor would cut a third of them
+    fit = fit_floor(bins, pos, neg, holdout_positives=_on(bins, rng.normal(0.8, 0.03, 300)))
+    assert isinstance(fit, FloorFit)
+    assert not fit.validated
+    assert "held-out used memories, under the target 95%" in fit.reason
+    assert fit.holdout_recall is not None
+    assert fit.holdout_recall < 0.95
+    assert fit.as_dict()["validated"] is False
+    few = fit_floor(bins, pos, neg, holdout_positives=[0] * len(bins))
+    assert isinstance(few, FloorFit)
+    assert not few.validated
+    assert "validation needs >= 30" in few.reason
 
 
 def test_floor_refuses_too_few_labels_and_says_how_many_it_needs() -> None:
@@ -72,6 +118,22 @@ def test_floor_refuses_too_few_labels_and_says_how_many_it_needs() -> None:
     assert fit.have == {"positives": 40, "negatives": 500}
     with pytest.raises(ValueError, match="target_recall"):
         fit_floor([0.5], [1], [1], target_recall=0.0)
+
+
+def test_binomial_bound_agrees_with_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    for n, p in ((10, 0.3), (105, 0.05), (5000, 0.01), (49000, 0.05)):
+        k = np.arange(0, min(n, 400) + 1)
+        assert binomial_cdf(k, n, p) == pytest.approx(stats.binom.cdf(k, n, p), abs=1e-9)
+    # k misses show a miss share <= q with 95% confidence iff the one-sided Clopper-Pearson bound is <= q
+    for n, q in ((58, 0.05), (59, 0.05), (105, 0.05), (1000, 0.05), (298, 0.01), (299, 0.01), (5000, 0.01)):
+        k = max_misses(n, q)
+        if k >= 0:
+            assert stats.beta.ppf(0.95, k + 1, n - k) <= q + 1e-9
+        if k + 1 < n:
+            assert stats.beta.ppf(0.95, k + 2, n - k - 1) > q
+    assert max_misses(58, 0.05) == -1
+    assert max_misses(59, 0.05) == 0
 
 
 def test_poisson_regression_agrees_with_statsmodels() -> None:
@@ -157,18 +219,27 @@ def test_decay_refuses_too_few_reuses_and_no_decay() -> None:
 
 
 def _snapshot(
-    cut: float, importance: list[float], used_after: list[bool], uses_before: list[int]
+    cut: float,
+    importance: list[float] | np.ndarray,
+    used_after: list[bool] | np.ndarray,
+    accesses_before: list[int] | np.ndarray,
+    *,
+    holdout: bool = False,
 ) -> Snapshot:
     n = len(importance)
+    accesses = np.asarray(accesses_before, dtype=np.float64)
     return Snapshot(
         cut=cut,
         user=np.zeros(n, dtype=np.int64),
         memory_type=["episodic"] * n,
         importance=np.asarray(importance, dtype=np.float64),
         born=np.zeros(n),
-        uses_before=np.asarray(uses_before, dtype=np.float64),
-        last_use_before=np.where(np.asarray(uses_before) > 0, cut - 1.0, 0.0),
+        cut_day=np.full(n, 200.0),
+        accesses_before=accesses,
+        last_access_before=np.where(accesses > 0, 199.0, 0.0),
+        uses_before=np.zeros(n),
         used_after=np.asarray(used_after, dtype=bool),
+        holdout=holdout,
     )
 
 
@@ -177,34 +248,104 @@ def test_expiry_picks_the_largest_threshold_that_expires_no_later_used_memory() 
     n = 400
     importance = rng.uniform(0.0, 1.0, n)
     later = importance > 0.5  # only important memories are used later
-    snap = _snapshot(200.0, importance.tolist(), later.tolist(), [0] * n)
-    fit = fit_expiry([snap], {"episodic": 0.05}, 0.05, max_regret=0.0, current=0.15)
+    held_imp = rng.uniform(0.0, 1.0, n)
+    snaps = [
+        _snapshot(0.5, importance, later, [0] * n),
+        _snapshot(0.7, held_imp, held_imp > 0.5, [0] * n, holdout=True),
+    ]
+    fit = fit_expiry(snaps, {"episodic": 0.05}, 0.05, max_regret=0.0, current=0.15)
     assert isinstance(fit, ExpiryFit)
-    # 200 days after birth recency ~ 0 and nothing was used before: score = 0.4 * importance
+    # 200 days after birth recency ~ 0 and nothing was returned before: score = 0.4 * importance
     lowest_later = 0.4 * importance[later].min()
     assert fit.threshold <= lowest_later
     assert fit.threshold > lowest_later - 0.0026  # one grid step
     i = int(np.searchsorted(fit.grid, fit.threshold))
     assert fit.regret[i] == 0.0
     assert fit.never_used_expired_share[i] == pytest.approx(1.0, abs=0.02)
-    too_few = fit_expiry([_snapshot(10.0, [0.5] * 50, [True] * 5 + [False] * 45, [0] * 50)], {}, 0.05)
+    assert fit.validated, fit.reason
+    assert fit.holdout["later_used_expired"] == 0
+    too_few = fit_expiry([_snapshot(0.5, [0.5] * 50, [True] * 5 + [False] * 45, [0] * 50)], {}, 0.05)
     assert isinstance(too_few, NotFitted)
-    assert "needs a cut with >= 200" in too_few.reason
+    assert "needs a replay cut with >= 200" in too_few.reason
+
+
+def test_expiry_that_expires_later_used_memories_at_the_held_out_cut_is_not_applied() -> None:
+    rng = np.random.default_rng(6)
+    importance = rng.uniform(0.0, 1.0, 400)
+    held = rng.uniform(0.0, 1.0, 400)
+    snaps = [
+        _snapshot(0.5, importance, importance > 0.5, [0] * 400),
+        # later, memories of middling importance are used too: the tuned threshold would expire them
+        _snapshot(0.7, held, held > 0.3, [0] * 400, holdout=True),
+    ]
+    fit = fit_expiry(snaps, {}, 0.05, max_regret=0.0)
+    assert isinstance(fit, ExpiryFit)
+    assert not fit.validated
+    assert fit.holdout["later_used_expired"] > 0
+    assert "at the held-out cut it would have expired" in fit.reason
+    no_holdout = fit_expiry(snaps[:1], {}, 0.05)
+    assert isinstance(no_holdout, ExpiryFit)
+    assert not no_holdout.validated
+    assert "no held-out cut" in no_holdout.reason
+
+
+def test_expiry_scores_count_every_return_as_the_eviction_job_does() -> None:
+    importance = np.full(300, 0.2)
+    accesses = np.where(np.arange(300) < 100, 5, 0)
+    used_after = np.arange(300) < 100  # the often-returned memories are the ones used later
+    snap = _snapshot(0.5, importance, used_after, accesses)
+    scores = snap.scores({}, 0.05)
+    # importance 0.08 + recency of an access a day before the cut + frequency 1 vs. importance only
+    assert scores[:100] == pytest.approx(0.08 + 0.3 * math.exp(-0.05) + 0.3)
+    assert scores[100:] == pytest.approx(0.08 + 0.3 * math.exp(-0.05 * 200))
+    fit = fit_expiry([snap, _snapshot(0.7, importance, used_after, accesses, holdout=True)], {}, 0.05)
+    assert isinstance(fit, ExpiryFit)
+    assert fit.validated
+    i = int(np.argmin(np.abs(fit.grid - fit.threshold)))
+    assert fit.never_used_expired_share[i] == 1.0
+
+
+def test_expiry_with_a_storage_target_takes_the_safest_threshold_that_meets_it() -> None:
+    rng = np.random.default_rng(7)
+    importance = rng.uniform(0.0, 1.0, 600)
+    later = importance > 0.6
+    snaps = [
+        _snapshot(0.5, importance, later, [0] * 600),
+        _snapshot(0.7, importance, later, [0] * 600, holdout=True),
+    ]
+    zero = fit_expiry(snaps, {}, 0.05)
+    target = fit_expiry(snaps, {}, 0.05, target_expire_share=0.2)
+    assert isinstance(zero, ExpiryFit)
+    assert isinstance(target, ExpiryFit)
+    assert target.threshold < zero.threshold
+    assert target.zero_regret_threshold == zero.threshold
+    i = int(np.argmin(np.abs(target.grid - target.threshold)))
+    assert target.never_used_expired_share[i] >= 0.2
+    assert target.never_used_expired_share[i - 1] < 0.2
 
 
 def test_keep_threshold_keeps_99_percent_of_used_and_never_goes_below_current() -> None:
     bins = [round(0.01 * i, 2) for i in range(100)]
     stored = [10] * 100
-    used = [0] * 40 + [2] * 60  # every used memory has importance >= 0.40
-    fit = fit_keep(bins, stored, used, keep_recall=0.99, current=0.2)
+    used = [0] * 40 + [6] * 60  # every used memory has importance >= 0.40
+    held = [0] * 45 + [1] * 55
+    fit = fit_keep(bins, stored, used, holdout_used=held, keep_recall=0.99, current=0.2)
     assert isinstance(fit, KeepFit)
     assert fit.threshold == pytest.approx(0.40)
     assert fit.stored_saved == pytest.approx(0.40)
     assert fit.used_kept == pytest.approx(1.0)
-    low = fit_keep(bins, stored, [2] * 100, current=0.2)
+    assert fit.validated, fit.reason
+    low = fit_keep(bins, stored, [6] * 100, holdout_used=held, current=0.2)
     assert isinstance(low, KeepFit)
     assert low.threshold == pytest.approx(0.2)
-    assert isinstance(fit_keep(bins, stored, [0] * 99 + [10]), NotFitted)
+    assert not low.validated  # nothing to change
+    worse = fit_keep(bins, stored, used, holdout_used=[1] * 100)
+    assert isinstance(worse, KeepFit)
+    assert not worse.validated
+    assert "held-out period" in worse.reason
+    few = fit_keep(bins, stored, [0] * 99 + [200])
+    assert isinstance(few, NotFitted)
+    assert "needs >= 299 distinct used memories" in few.reason
 
 
 def test_vectorised_eviction_scores_equal_the_scalar_formula() -> None:

@@ -193,7 +193,7 @@ async def lag(request: Request) -> HTMLResponse:
     started = time.perf_counter()
     admin(request)
     resources = _state(request).resources
-    stages = resources.stage_topics or STAGE_TOPICS
+    stages = resources.stage_topics or STAGE_TOPICS  # a lone gateway runs no stage: the pipeline's
     rows: list[dict[str, Any]] = []
     error = None
     if not resources.bootstrap:
