@@ -426,7 +426,18 @@ class RecallResponse(BaseModel):
 
 class FeedbackRequest(_Body):
     """Which memories a recall returned the agent actually used (DESIGN.md section 10). Each id must be
-    one the recall returned; one label per memory. Returned memories left out count as unused."""
+    one the recall returned; one label per memory. Returned memories left out count as unused. At
+    least one list is non-empty (the JSON schema says so with ``anyOf``; the service answers 400
+    otherwise)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"minItems": 1}}}
+                for name in ("used", "unused", "wrong", "outdated")
+            ]
+        }
+    )
 
     used: list[str] = Field(
         default_factory=list, max_length=100, description="Ids of returned memories the agent used."
@@ -451,7 +462,10 @@ QueryIdField = Annotated[
 
 class FeedbackToolRequest(FeedbackRequest):
     """``feedback`` over MCP: the recall's query id and the body of
-    ``POST /v1/recall/{query_id}/feedback``."""
+    ``POST /v1/recall/{query_id}/feedback``. Its input schema has no top-level ``anyOf`` (several
+    function-calling clients refuse one); the service still answers an all-empty call with an error."""
+
+    model_config = ConfigDict(json_schema_extra=None)
 
     query_id: QueryIdField
 

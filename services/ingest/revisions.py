@@ -14,8 +14,9 @@ operations themselves in :mod:`hindsight.chains`.
   redelivery and replay pair the same memories again.
 - A pair needs the kind's calibrated dense-similarity threshold (``HINDSIGHT_INGEST_RECONCILE_*_COSINE``)
   or, for facts, the same entity and attribute; turns spoken by two different named speakers
-  never pair (each speaks about themself); two facts from the same turn never pair (one statement
-  does not revise itself). At most ``max_pairs`` closest candidates per memory.
+  never pair (each speaks about themself); two facts from the same turn never pair, nor two
+  passages of one long event (one statement does not revise itself). At most ``max_pairs``
+  closest candidates per memory.
 - Identical text (case and punctuation folded) from the same speaker is ``same`` without a judge call.
 
 **Verdicts.** ``same``: the new memory is merged into the existing one (``status="merged"``);
@@ -73,6 +74,11 @@ def source_turn(payload: dict[str, Any]) -> str | None:
     return ids[0] if ids else None
 
 
+def _event_ids(payload: dict[str, Any]) -> set[str]:
+    """The source event ids of a memory (its provenance)."""
+    return set(ids_of((payload.get("provenance") or {}).get("event_ids")))
+
+
 def _fold(value: Any) -> str:
     return normalised(str(value or ""))
 
@@ -121,6 +127,7 @@ def select_candidates(
     least = thresholds.cosine(kind)
     speaker = _fold(payload.get("speaker"))
     own_turn = source_turn(payload)
+    own_events = _event_ids(payload)
     out: list[Candidate] = []
     for hit_id, cosine, other in hits:
         if hit_id == memory_id or other.get("kind") != kind or other.get("status", "active") != "active":
@@ -131,6 +138,8 @@ def select_candidates(
             theirs = _fold(other.get("speaker"))
             if not durable(other) or (speaker and theirs and speaker != theirs):
                 continue
+            if own_events & _event_ids(other):
+                continue  # passages of one long event: parts of one statement, never versions of it
         if kind == "fact" and (
             not other.get("attribute") or (own_turn is not None and source_turn(other) == own_turn)
         ):

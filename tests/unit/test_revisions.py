@@ -100,6 +100,21 @@ def test_two_named_speakers_never_pair_each_speaks_about_themself() -> None:
     assert ids(select_candidates("n", new, hits, LIMITS)) == ["x", "c"]
 
 
+def test_passages_of_one_long_event_never_pair_other_events_still_do() -> None:
+    def passage(ident: str, content: str, event: str, index: int) -> dict[str, Any]:
+        payload = mem(ident, content)
+        where = {"event_ids": [event], "passage": index, "passages": 2}
+        payload["provenance"] = {**payload["provenance"], **where}
+        return payload
+
+    new = passage("p1", "Part two of my long allergy history: penicillin, then cephalosporins.", "e1", 1)
+    hits = [
+        hit(passage("p0", "Part one of my long allergy history: penicillin since childhood.", "e1", 0), 0.97),
+        hit(passage("q0", "My allergy history: penicillin since childhood.", "e2", 0), 0.93),
+    ]
+    assert ids(select_candidates("p1", new, hits, LIMITS)) == ["q0"]
+
+
 def test_facts_pair_by_entity_and_attribute_even_below_the_threshold_never_within_one_turn() -> None:
     new = mem("n", "The user works at Siemens.", kind="fact", entity="user", attribute="employer", turn="t2")
     hits = [
