@@ -429,7 +429,7 @@ class EdgeVectorStore:
         )
         with _engine_errors("ordered scroll"):
             records, _ = self._shard.scroll(request)
-        return [OrderedRecord(str(r.id), float(r.order_value), r.payload or {}) for r in records]
+        return [OrderedRecord(str(r.id), float(r.order_value or 0.0), r.payload or {}) for r in records]
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete these points; missing ids are ignored.
