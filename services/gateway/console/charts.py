@@ -35,7 +35,7 @@ LANE = 0.85
 
 def size_px() -> tuple[int, int]:
     """``(width, height)`` of the chart in pixels."""
-    return int(WIDTH_IN * DPI), int(HEIGHT_IN * DPI)
+    return round(WIDTH_IN * DPI), round(HEIGHT_IN * DPI)
 
 
 def timeline_png(timeline: Timeline, title: str) -> bytes:
