@@ -491,8 +491,9 @@ class VectorStore(Protocol):
         """The first ``limit`` points matching ``flt`` in the order of the float-indexed field ``key``
         (e.g. ``created_ts``; ``descending``: largest first), each with its ``key`` value; points
         without ``key`` are skipped. ``fields``: payload keys to return (``()``: none, the cheap case:
-        the values come from the range index; ``None``: the whole payload). Equal values keep the
-        engine's order, the same on every call over unchanged data. ``ValueError`` when ``key`` is not
+        the values come from the range index; ``None``: the whole payload). The order among equal values
+        is the engine's and can change with ``limit`` (a caller that pages by skipping must read past
+        the ties at its cut and order them itself, e.g. by id). ``ValueError`` when ``key`` is not
         float-indexed or ``limit`` < 1."""
         ...
 

@@ -27,6 +27,12 @@ N = 537
 NOW = 1_790_000_000.0
 
 
+def _day(rng: np.random.Generator, k: int) -> float:
+    if k % 5 == 0:
+        return 3.0
+    return float(rng.integers(0, 200) if k % 7 else rng.uniform(0, 200))
+
+
 def _payloads(rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     out = []
     owners = [(TENANT, USER)] * N + [(TENANT, "u-other")] * 40 + [("t-other", USER)] * 40
@@ -39,9 +45,9 @@ def _payloads(rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
                     "user_id": user,
                     "type": str(rng.choice(["episodic", "episodic", "semantic", "working"])),
                     "status": str(rng.choice(["active"] * 6 + ["superseded", "expired", "quarantined"])),
-                    # a few equal timestamps: ties must not repeat or drop rows across pages
-                    "created_ts": NOW
-                    - 86_400.0 * float(rng.integers(0, 200) if k % 7 else rng.uniform(0, 200)),
+                    # equal timestamps (whole days; one batch of ~120 at one instant, as passages of
+                    # one long event): ties must not repeat or drop rows across pages
+                    "created_ts": NOW - 86_400.0 * _day(rng, k),
                     "content": f"memory {k}",
                 },
             )

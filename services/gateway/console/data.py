@@ -3,8 +3,8 @@
 Memories come from the vector store (the source of truth for status and version chains), and no page
 reads every memory of a user: the counts by type and status are facet counts of the payload index
 (:meth:`~hindsight.stores.vector.VectorStore.facet`, one call per type), a page of the table is one
-scroll ordered by ``created_ts`` (:meth:`~hindsight.stores.vector.VectorStore.ordered`; later pages skip
-ids only, no payload), and the timeline chart is a histogram per (type, status) built from the
+scroll of ids ordered by ``created_ts`` (:meth:`~hindsight.stores.vector.VectorStore.ordered`, no
+payload) and one retrieve of that page's memories, and the timeline chart is a histogram per (type, status) built from the
 ``created_ts`` values the ordered scroll takes from the range index, not from the payloads (measured
 at 10,000 memories on 2 busy cores: ~60 ms for every value against ~300-500 ms for a three-field
 payload scroll, before building 10,000 Python records). Recalls, labels, accesses come from ClickHouse
@@ -94,11 +94,17 @@ def read_counts(store: VectorStore, tenant_id: str, user_id: str) -> Counts:
     return Counts(by_type, store.count(flt))
 
 
-def page_rows(store: VectorStore, flt: MemoryFilter, page: int, per_page: int = PAGE) -> list[dict[str, Any]]:
+def page_rows(
+    store: VectorStore, flt: MemoryFilter, page: int, per_page: int = PAGE
+) -> list[dict[str, Any]]:
     """Whole payloads (with ``id``) of page ``page`` (1-based) of the memories matching ``flt``,
-    newest ``created_ts`` first. Page 1 is one ordered scroll with payloads; a later page skips the
-    earlier ones as ids only (no payload) and then retrieves its own ``per_page`` memories, so its cost
-    grows with the page number, not with the user's memory count.
+    newest ``created_ts`` first, equal ``created_ts`` by id.
+
+    One ordered scroll of ids and ``created_ts`` values only (no payload) up to the end of the page,
+    extended until it holds every memory tied with the page's last one (the engine's order among equal
+    values changes with the scroll's limit, so pages cut inside a tie would repeat or drop rows), then
+    one retrieve of the page's own memories: the cost grows with the page number, not with the user's
+    memory count.
 
     Raises:
         ValueError: ``page`` < 1.
@@ -106,10 +112,15 @@ def page_rows(store: VectorStore, flt: MemoryFilter, page: int, per_page: int = 
     if page < 1:
         raise ValueError(f"page is 1-based, got {page}")
     first = (page - 1) * per_page
-    if first == 0:
-        return [{"id": r.id, **r.payload} for r in store.ordered(flt, ORDER_KEY, per_page, fields=None)]
-    ids = [r.id for r in store.ordered(flt, ORDER_KEY, first + per_page)[first:]]
-    return full(store, ids)
+    end = first + per_page
+    limit = end + 1
+    while True:
+        found = store.ordered(flt, ORDER_KEY, limit)
+        if len(found) < limit or found[-1].value != found[end - 1].value:
+            break  # everything, or past the last tie of the page's last value
+        limit *= 2
+    ranked = sorted(found, key=lambda r: (-r.value, r.id))
+    return full(store, [r.id for r in ranked[first:end]])
 
 
 @dataclass(frozen=True)
