@@ -101,9 +101,7 @@ def test_pages_list_every_memory_once_newest_first(
         rows = data.page_rows(store, flt, page, per_page)
         assert len(rows) == min(per_page, len(wanted) - (page - 1) * per_page)
         seen.extend(rows)
-    assert sorted(r["id"] for r in seen) == sorted(i for _, i in wanted)
-    created = [r["created_ts"] for r in seen]
-    assert created == sorted(created, reverse=True)
+    assert [r["id"] for r in seen] == [i for _, i in sorted(wanted, key=lambda w: (-w[0], w[1]))]
     assert all(r["tenant_id"] == TENANT and r["user_id"] == USER and r["content"] for r in seen)
     assert data.page_rows(store, flt, 10_000, per_page) == []
     with pytest.raises(ValueError, match="1-based"):
