@@ -169,8 +169,10 @@ def _keep(ax: Axes, report: TuneReport) -> None:
         _not_fitted(ax, "keep threshold", k)
         return
     width = float(k.bins[1] - k.bins[0]) if k.bins.size > 1 else 0.01
-    ax.bar(k.bins, k.stored / max(k.stored.sum(), 1), width, alpha=0.5, label="stored", align="edge")
-    ax.bar(k.bins, k.used / max(k.used.sum(), 1), width, alpha=0.5, label="used", align="edge")
+    edges = np.append(k.bins, k.bins[-1] + width) if k.bins.size else np.zeros(1)
+    # one filled step artist per histogram (a bar per bin costs ~0.3 s of patches on 2 busy cores)
+    ax.stairs(k.stored / max(k.stored.sum(), 1), edges, fill=True, alpha=0.5, label="stored")
+    ax.stairs(k.used / max(k.used.sum(), 1), edges, fill=True, alpha=0.5, label="used")
     ax.axvline(
         k.threshold,
         color="tab:green",
