@@ -97,11 +97,16 @@ def test_pages_list_every_memory_once_newest_first(
     flt = data.user_filter(TENANT, USER, status, memory_type)
     per_page = 40
     seen: list[dict[str, Any]] = []
+    from_tail: list[dict[str, Any]] = []  # the same pages, the later half read from the oldest end
     for page in range(1, -(-len(wanted) // per_page) + 1):
         rows = data.page_rows(store, flt, page, per_page)
         assert len(rows) == min(per_page, len(wanted) - (page - 1) * per_page)
         seen.extend(rows)
-    assert [r["id"] for r in seen] == [i for _, i in sorted(wanted, key=lambda w: (-w[0], w[1]))]
+        from_tail.extend(data.page_rows(store, flt, page, per_page, total=len(wanted)))
+    order = [i for _, i in sorted(wanted, key=lambda w: (-w[0], w[1]))]
+    assert [r["id"] for r in seen] == order
+    assert [r["id"] for r in from_tail] == order
+    assert data.page_rows(store, flt, 10_000, per_page, total=len(wanted)) == []
     assert all(r["tenant_id"] == TENANT and r["user_id"] == USER and r["content"] for r in seen)
     assert data.page_rows(store, flt, 10_000, per_page) == []
     with pytest.raises(ValueError, match="1-based"):

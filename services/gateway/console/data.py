@@ -2,12 +2,13 @@
 
 Memories come from the vector store (the source of truth for status and version chains), and no page
 reads every memory of a user: the counts by type and status are facet counts of the payload index
-(:meth:`~hindsight.stores.vector.VectorStore.facet`, one call per type), a page of the table is one
-scroll of ids ordered by ``created_ts`` (:meth:`~hindsight.stores.vector.VectorStore.ordered`, no
-payload) and one retrieve of that page's memories, and the timeline chart is a histogram per (type, status) built from the
-``created_ts`` values the ordered scroll takes from the range index, not from the payloads (measured
-at 10,000 memories on 2 busy cores: ~60 ms for every value against ~300-500 ms for a three-field
-payload scroll, before building 10,000 Python records). Recalls, labels, accesses come from ClickHouse
+(:meth:`~hindsight.stores.vector.VectorStore.facet`, one call per type); a page of the table is one
+scroll of ids ordered by ``created_ts`` from the nearer end of the list
+(:meth:`~hindsight.stores.vector.VectorStore.ordered`, no payload) and one retrieve of that page's
+memories; the timeline chart is a histogram per (type, status) built from the ``created_ts`` values
+the ordered scroll takes from the range index, not from the payloads (measured at 10,000 memories on
+2 busy cores: ~60 ms for every value against ~300-500 ms for a three-field payload scroll, before
+building 10,000 Python records). Recalls, labels, accesses come from ClickHouse
 (:class:`~hindsight.analytics.store.AnalyticsStore`), quarantine from the guard's review store.
 """
 
@@ -28,7 +29,7 @@ from hindsight.tuning import settings_file
 
 if TYPE_CHECKING:
     from hindsight.runtime import Resources
-    from hindsight.stores.vector import VectorStore
+    from hindsight.stores.vector import OrderedRecord, VectorStore
 
 TYPES = ("working", "episodic", "semantic")
 """Memory types in the order the page and the chart show them (others follow, sorted)."""
@@ -94,17 +95,30 @@ def read_counts(store: VectorStore, tenant_id: str, user_id: str) -> Counts:
     return Counts(by_type, store.count(flt))
 
 
+def _through_ties(
+    store: VectorStore, flt: MemoryFilter, count: int, *, descending: bool
+) -> list[OrderedRecord]:
+    """The first ``count`` (>= 1) points in this direction of ``created_ts`` and every point tied with
+    the last of them (the engine's order among equal values changes with the scroll's limit, so a cut
+    inside a tie would repeat or drop rows between pages)."""
+    limit = count + 1
+    while True:
+        found = store.ordered(flt, ORDER_KEY, limit, descending=descending)
+        if len(found) < limit or found[-1].value != found[count - 1].value:
+            return found
+        limit *= 2
+
+
 def page_rows(
-    store: VectorStore, flt: MemoryFilter, page: int, per_page: int = PAGE
+    store: VectorStore, flt: MemoryFilter, page: int, per_page: int = PAGE, total: int | None = None
 ) -> list[dict[str, Any]]:
     """Whole payloads (with ``id``) of page ``page`` (1-based) of the memories matching ``flt``,
     newest ``created_ts`` first, equal ``created_ts`` by id.
 
-    One ordered scroll of ids and ``created_ts`` values only (no payload) up to the end of the page,
-    extended until it holds every memory tied with the page's last one (the engine's order among equal
-    values changes with the scroll's limit, so pages cut inside a tie would repeat or drop rows), then
-    one retrieve of the page's own memories: the cost grows with the page number, not with the user's
-    memory count.
+    One ordered scroll of ids and ``created_ts`` values only (no payload) from the nearer end of the
+    list (the newest, or with ``total``, the number matching ``flt``, the oldest) through the page and
+    the ties at its cut, then one retrieve of the page's own memories: the cost grows with the distance
+    to the nearer end, not with the user's memory count (at most half of it).
 
     Raises:
         ValueError: ``page`` < 1.
@@ -113,13 +127,14 @@ def page_rows(
         raise ValueError(f"page is 1-based, got {page}")
     first = (page - 1) * per_page
     end = first + per_page
-    limit = end + 1
-    while True:
-        found = store.ordered(flt, ORDER_KEY, limit)
-        if len(found) < limit or found[-1].value != found[end - 1].value:
-            break  # everything, or past the last tie of the page's last value
-        limit *= 2
-    ranked = sorted(found, key=lambda r: (-r.value, r.id))
+    if total is not None and total - first < end:  # nearer the oldest: read the tail, oldest first
+        tail = total - first  # this page's first row and every older one
+        if tail <= 0:
+            return []
+        ranked = sorted(_through_ties(store, flt, tail, descending=False), key=lambda r: (-r.value, r.id))
+        start = max(len(ranked) - tail, 0)  # the found tail is closed under ties: a suffix of the order
+        return full(store, [r.id for r in ranked[start : start + per_page]])
+    ranked = sorted(_through_ties(store, flt, end, descending=True), key=lambda r: (-r.value, r.id))
     return full(store, [r.id for r in ranked[first:end]])
 
 

@@ -241,7 +241,7 @@ async def user(
     pages = max(1, -(-shown // data.PAGE))
     page = min(page, pages)
     flt = data.user_filter(principal.tenant_id, user_id, status, type)
-    rows = await _run(data.page_rows, store, flt, page) if shown else []
+    rows = await _run(data.page_rows, store, flt, page, data.PAGE, shown) if shown else []
     width, height = size_px()
     return _page(
         request,
