@@ -138,7 +138,19 @@ def test_timeline_cache_reuses_a_read_until_fresh(stored: tuple[EdgeVectorStore,
     cache = data.TimelineCache(ttl_s=60.0, size=1)
     first = cache.get(store, TENANT, USER)
     assert cache.get(store, TENANT, USER) is first
-    assert cache.get(store, TENANT, USER, fresh=True) is not first
+    drawn: list[int] = []
+
+    def render(timeline: data.Timeline) -> bytes:
+        drawn.append(len(timeline))
+        return timeline_png(timeline, "t")
+
+    png = cache.chart(first, TENANT, USER, render)
+    assert cache.chart(first, TENANT, USER, render) is png
+    assert drawn == [N]  # drawn once for one read
+    again = cache.get(store, TENANT, USER, fresh=True)
+    assert again is not first
+    assert cache.chart(again, TENANT, USER, render)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert drawn == [N, N]  # a new read is drawn again
     other = cache.get(store, TENANT, "u-other")
     assert len(other) == 40
     assert cache.get(store, TENANT, USER) is not first  # evicted: the cache holds one user

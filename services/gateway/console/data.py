@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,14 +186,32 @@ def read_timeline(
 
 
 class TimelineCache:
-    """Timelines read in the last ``ttl_s`` seconds, per (tenant, user): repeated views of a user's
-    chart share one read. Bounded (oldest evicted first)."""
+    """Timelines read in the last ``ttl_s`` seconds, per (tenant, user), and the chart drawn from each:
+    repeated views of a user's chart share one read and one drawing. Bounded (oldest evicted first)."""
 
     def __init__(self, ttl_s: float = TIMELINE_TTL_S, size: int = 64) -> None:
         self._ttl = ttl_s
         self._size = size
         self._items: dict[tuple[str, str], Timeline] = {}
+        self._charts: dict[tuple[str, str], tuple[Timeline, bytes]] = {}
         self._lock = threading.Lock()
+
+    def chart(
+        self, timeline: Timeline, tenant_id: str, user_id: str, render: Callable[[Timeline], bytes]
+    ) -> bytes:
+        """``render(timeline)``, reused while ``timeline`` is the cached read of this user (the chart
+        depends on nothing else)."""
+        key = (tenant_id, user_id)
+        with self._lock:
+            hit = self._charts.get(key)
+        if hit is not None and hit[0] is timeline:
+            return hit[1]
+        png = render(timeline)
+        with self._lock:
+            self._charts[key] = (timeline, png)
+            while len(self._charts) > self._size:
+                self._charts.pop(next(iter(self._charts)))
+        return png
 
     def get(self, store: VectorStore, tenant_id: str, user_id: str, *, fresh: bool = False) -> Timeline:
         """The cached timeline, or a new read (``fresh`` forces one)."""

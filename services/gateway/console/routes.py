@@ -274,7 +274,9 @@ async def user_timeline(request: Request, user_id: str, fresh: bool = False) -> 
     store = _state(request).resources.vector_store()
     timelines = _timelines(request)
     timeline = await _run(lambda: timelines.get(store, principal.tenant_id, user_id, fresh=fresh))
-    png = await _run(timeline_png, timeline, f"{user_id}: {len(timeline)} memories by created_at")
+    title = f"{user_id}: {len(timeline)} memories by created_at"
+    tenant = principal.tenant_id
+    png = await _run(timelines.chart, timeline, tenant, user_id, lambda t: timeline_png(t, title))
     headers = {
         "Server-Timing": f"render;dur={(time.perf_counter() - started) * 1000:.1f}",
         "Cache-Control": f"private, max-age={int(data.TIMELINE_TTL_S)}",
