@@ -4,15 +4,16 @@ Nothing here runs at import time. :func:`open_resources` is an async context man
 client a process needs; each resource is opened on first use, so a guard-only process never loads
 the embedding model or opens the vector store. In ``local`` mode an empty URL means an embedded
 store under ``data_dir`` (qdrant-edge, chdb, Valkey/Redis) and an empty Kafka bootstrap means an
-embedded Tansu broker (only :func:`embedded_broker` starts it: standalone services need a broker).
+embedded broker (only ``hindsight up`` starts one, :class:`hindsight.brokers.embedded.EmbeddedBroker`:
+standalone services need a broker).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,26 +85,6 @@ def check_delivery(settings: AllSettings) -> None:
         )
 
 
-@contextmanager
-def embedded_broker(settings: AllSettings) -> Iterator[str]:
-    """Yield a bootstrap address: the configured one, or an embedded Tansu broker on loopback.
-
-    Tansu is memory-only (not durable): fine for the embedded default and demos, not production.
-    """
-    if settings.kafka.bootstrap:
-        yield settings.kafka.bootstrap
-        return
-    if settings.runtime.mode == "production":
-        raise ConfigurationError("production mode needs HINDSIGHT_KAFKA_BOOTSTRAP")
-    from hindsight.brokers.tansu import TansuBroker  # noqa: PLC0415 (only the embedded default needs it)
-
-    work = settings.runtime.data_dir / "tansu"
-    work.mkdir(parents=True, exist_ok=True)
-    with TansuBroker(work) as broker:
-        log.info("embedded Kafka-protocol broker (Tansu) on %s", broker.bootstrap)
-        yield broker.bootstrap
-
-
 def open_vector_store(settings: AllSettings) -> VectorStore:
     """Open the configured vector store: a Qdrant server by ``HINDSIGHT_QDRANT_URL``, else the embedded
     Qdrant engine under ``<data_dir>/qdrant/<collection>`` (one process per directory). The caller
@@ -156,16 +137,19 @@ class Resources:
         whose records are heavy may cap ``max_records``); returns its
         :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
+        group_id = kafka.group(group)
         runner = subscribe(
             self.broker,
             stage,
             topics=topics,
-            group_id=kafka.group(group),
+            group_id=group_id,
+            group_instance_id=f"{group_id}-{kafka.instance_id}" if kafka.instance_id else None,
             publisher_factory=self.publisher,
             max_records=min(kafka.max_batch, max_records or kafka.max_batch),
             batch_timeout_ms=kafka.batch_timeout_ms,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
+            consumer_timeout_ms=kafka.consumer_timeout_ms,
         )
         self.runners[group] = runner
         return runner

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
-#   scripts/setup.sh          Python environment (uv + locked dependencies) for the demo
-#   scripts/setup.sh --test   also the test services: redis-server (Debian), Apache Kafka jars (Maven Central)
-#                             and the Triton server venv (PyPI nvidia-pytriton)
+#   scripts/setup.sh          Python environment (uv + locked dependencies) and the embedded default's
+#                             broker: Java 17 + Maven (Debian), the Apache Kafka jars (Maven Central) and
+#                             the broker's class archive (halves its start-up; hindsight.brokers.prepare)
+#   scripts/setup.sh --test   also the test services and clients: redis-server and kcat (Debian) and the
+#                             Triton server venv (PyPI nvidia-pytriton)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,19 +14,24 @@ if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | awk '{print $2}')" != 
 fi
 uv sync --frozen --quiet
 
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ "${1:-}" = "--test" ]; then
-  need_apt=()
   command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
-  command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
-  command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
-  if [ ${#need_apt[@]} -gt 0 ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
-      exit 1
-    fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)   # librdkafka client for the interop tests
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: please install ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
+    exit 1
   fi
-  infra/kafka/fetch.sh
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+infra/kafka/fetch.sh
+uv run --frozen python -m hindsight.brokers.prepare >/dev/null
+
+if [ "${1:-}" = "--test" ]; then
   scripts/setup-triton.sh   # a separate venv with the tritonserver binary (nvidia-pytriton pins numpy<2)
 fi

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import socket
 from pathlib import Path
@@ -69,7 +70,8 @@ def up(
     port: Annotated[int, typer.Option(help="Gateway port (0 = any free port).")] = 8080,
 ) -> None:
     """Run every consumer and the gateway in one process until Ctrl-C / SIGTERM."""
-    from services.cli.embedded import embedded_stack  # noqa: PLC0415
+    from hindsight.brokers.embedded import EmbeddedBroker  # noqa: PLC0415
+    from services.cli import discovery  # noqa: PLC0415
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
     cfg = _settings(data_dir, bootstrap)
@@ -78,21 +80,30 @@ def up(
         raise _fail(
             OSError(f"port {port} on {gateway.host} is in use: pass --port N (or --port 0 for any free port)")
         )
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        async with embedded_stack(cfg, gateway) as stack:
-            typer.echo(
-                f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
-                f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"
-            )
-            await stop.wait()
-
     try:
-        asyncio.run(main())
+        # Lock the data directory and boot the broker first: the JVM starts while Python imports
+        # the services and loads the model.
+        with EmbeddedBroker(cfg) as broker:
+            from services.cli.embedded import embedded_stack  # noqa: PLC0415
+
+            async def main() -> None:
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
+                async with embedded_stack(cfg, gateway, broker=broker) as stack:
+                    running = discovery.Running(stack.gateway_url, stack.bootstrap, os.getpid())
+                    discovery.record(cfg.runtime.data_dir, running)  # for mcp-stdio and dlq
+                    typer.echo(
+                        f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
+                        f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"
+                    )
+                    try:
+                        await stop.wait()
+                    finally:
+                        discovery.forget(cfg.runtime.data_dir, os.getpid())
+
+            asyncio.run(main())
     except HindsightError as exc:
         raise _fail(exc) from exc
 
@@ -211,14 +222,28 @@ def export_schemas(out: Annotated[Path, typer.Option(help="Output folder.")] = P
 
 
 def _kafka(bootstrap: str | None) -> str:
-    value = bootstrap or _settings(None, None).kafka.bootstrap
+    """``--bootstrap``, else ``HINDSIGHT_KAFKA_BOOTSTRAP``, else the broker of the ``hindsight up``
+    running on the data directory."""
+    from services.cli import discovery  # noqa: PLC0415
+
+    cfg = _settings(None, None)
+    running = discovery.find(cfg.runtime.data_dir)
+    value = bootstrap or cfg.kafka.bootstrap or (running.bootstrap if running is not None else "")
     if not value:
-        raise _fail(ConfigurationError("name the Kafka: --bootstrap host:port or HINDSIGHT_KAFKA_BOOTSTRAP"))
+        raise _fail(
+            ConfigurationError(
+                "name the Kafka: --bootstrap host:port or HINDSIGHT_KAFKA_BOOTSTRAP (or run this beside "
+                f"the 'hindsight up' of --data-dir / HINDSIGHT_DATA_DIR {cfg.runtime.data_dir})"
+            )
+        )
     return value
 
 
 BootstrapOpt = Annotated[
-    str | None, typer.Option(help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP).")
+    str | None,
+    typer.Option(
+        help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP, else the running 'hindsight up')."
+    ),
 ]
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks and harnesses (they drive the services; the services never import them)."""
