@@ -30,6 +30,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 COPY schemas ./schemas
 COPY hindsight ./hindsight
 COPY services ./services
+COPY bench ./bench
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --frozen --no-dev --no-editable
 

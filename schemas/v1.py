@@ -99,6 +99,9 @@ class GuardedEvent(_Event):
         default_factory=dict, description="PII types redacted and how often (never the matched text)."
     )
     guarded_at: AwareDatetime = Field(description="When the guard processed it (UTC).")
+    reviewed: bool = Field(
+        False, description="Released from quarantine by an operator: later checks do not hold it back again."
+    )
 
 
 class QuarantineRecord(_Owned):
@@ -115,6 +118,23 @@ class QuarantineRecord(_Owned):
         None, description="Redacted content for review (None when blocked: secrets are never kept)."
     )
     quarantined_at: AwareDatetime = Field(description="When the guard refused it (UTC).")
+    stage: str = Field(
+        "guard", description="Stage that quarantined it: 'guard' or 'ingest.embed' (consistency)."
+    )
+    trust: float | None = Field(None, ge=0.0, le=1.0, description="Source trust the event would have had.")
+    external_ref: str | None = Field(None, description="The event's external_ref (redacted).")
+    tool_name: str | None = Field(None, description="The tool that produced it, if any (redacted).")
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="Detector scores behind the reasons, e.g. {'instruction': 0.97}."
+    )
+    interaction: InteractionEvent | None = Field(
+        None,
+        description="The whole interaction, every field redacted, so a release can publish it on "
+        "(None when blocked, or when quarantined after the guard).",
+    )
+    candidate: MemoryCandidate | None = Field(
+        None, description="The memory candidate a later stage (consistency check) held back, for release."
+    )
 
 
 class Provenance(BaseModel):
@@ -145,6 +165,9 @@ class MemoryCandidate(_Owned):
     occurred_at: AwareDatetime = Field(description="When the underlying event happened (user's offset).")
     reason: str = Field(description="Why it is worth remembering (write-trigger explanation).")
     provenance: Provenance = Field(description="Source events and references.")
+    reviewed: bool = Field(
+        False, description="Released from quarantine by an operator: the consistency check lets it through."
+    )
 
 
 class Memory(_Owned):
@@ -250,6 +273,8 @@ class DeadLetter(_Event):
     original_b64: str = Field(description="The original value bytes, base64 (may hold unredacted data).")
     first_seen_at: AwareDatetime = Field(description="When the stage first failed on it (UTC).")
 
+
+QuarantineRecord.model_rebuild()
 
 PUBLIC_EVENTS: tuple[type[BaseModel], ...] = (
     InteractionEvent,

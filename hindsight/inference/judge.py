@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from hindsight.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from hindsight.inference.chat import ChatModel
+    from hindsight.settings import JudgeSettings, LLMSettings
 
 Relation = Literal["same", "update", "refinement", "unrelated", "unsure"]
 """What the newer statement is to the older one:
@@ -135,3 +141,128 @@ class FactExtractor(Protocol):
             ModelUnavailableError: the backend is unreachable or timed out (retry later).
         """
         ...
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A reusable lesson from a finished task's outcome and feedback.
+
+    Attributes:
+        text: one short sentence in the feedback's language ("The user prefers aisle seats.").
+        kind: ``preference`` (about the user), ``do`` (repeat this) or ``avoid`` (never again).
+    """
+
+    text: str
+    kind: str = "preference"
+
+
+class LessonWriter(Protocol):
+    """Phrases lessons from a finished task (reflection calls it when a session closes)."""
+
+    @property
+    def name(self) -> str:
+        """Backend and model name."""
+        ...
+
+    def lessons(self, task: str, outcome: str, feedback: str) -> list[Lesson]:
+        """Up to 2 lessons (possibly none).
+
+        Raises:
+            ModelUnavailableError: the backend is unreachable or timed out (retry later).
+        """
+        ...
+
+
+def build_chat_model(settings: JudgeSettings, llm: LLMSettings | None = None) -> ChatModel:
+    """The chat model the judge and the extractor share, by ``HINDSIGHT_JUDGE_BACKEND``:
+
+    - ``local``: the GGUF at ``HINDSIGHT_JUDGE_MODEL_PATH`` run in-process by llama.cpp (loads it:
+      ~3.5 s, ~1.9 GB RAM; call once per process, from a lifespan, and ``close()`` it);
+    - ``llm``: the ``HINDSIGHT_LLM_*`` backend: ``openai`` (any OpenAI-compatible endpoint,
+      schema-constrained) or ``triton`` (the ``llm`` model, ChatML text); contacts nothing here.
+
+    Raises:
+        ConfigurationError: the model file is missing, or ``llm`` is chosen with the stand-in LLM.
+    """
+    if settings.backend == "local":
+        from hindsight.inference.chat import LlamaCppChat  # noqa: PLC0415
+
+        return LlamaCppChat(
+            settings.resolved_model_path(),
+            name=settings.model,
+            threads=settings.threads,
+            n_ctx=settings.n_ctx,
+            slots=2,
+            timeout_s=settings.timeout_s,
+        )
+    if settings.backend != "llm":
+        raise ConfigurationError(
+            f"HINDSIGHT_JUDGE_BACKEND must be 'local' or 'llm', not {settings.backend!r}"
+        )
+    from hindsight.settings import LLMSettings as _LLMSettings  # noqa: PLC0415
+
+    cfg = llm or _LLMSettings()
+    if cfg.backend == "openai":
+        from hindsight.inference.chat import OpenAIChat  # noqa: PLC0415
+        from hindsight.inference.llm_openai import OpenAILLM  # noqa: PLC0415
+
+        key = cfg.openai_api_key.get_secret_value() if cfg.openai_api_key else None
+        return OpenAIChat(
+            OpenAILLM(
+                cfg.openai_base_url,
+                model=cfg.model,
+                api_key=key,
+                timeout_s=cfg.timeout_s,
+                max_attempts=cfg.max_attempts,
+            )
+        )
+    if cfg.backend == "triton":
+        from hindsight.inference.chat import TextLLMChat  # noqa: PLC0415
+        from hindsight.inference.llm import build_llm  # noqa: PLC0415
+
+        return TextLLMChat(build_llm(cfg))
+    raise ConfigurationError(
+        "HINDSIGHT_JUDGE_BACKEND=llm needs a real language model: set HINDSIGHT_LLM_BACKEND to 'openai' "
+        "or 'triton' (the 'local' LLM is a stand-in that cannot judge), or use HINDSIGHT_JUDGE_BACKEND=local"
+    )
+
+
+def build_judge(
+    settings: JudgeSettings, llm: LLMSettings | None = None, *, chat: ChatModel | None = None
+) -> Judge:
+    """The judge selected by ``HINDSIGHT_JUDGE_*`` (see :func:`build_chat_model`).
+
+    Pass ``chat`` to share one loaded model with :func:`build_fact_extractor`.
+
+    Raises:
+        ConfigurationError: as :func:`build_chat_model`.
+    """
+    from hindsight.inference.llm_judge import JudgePolicy, LLMJudge  # noqa: PLC0415
+
+    model = chat or build_chat_model(settings, llm)
+    per_prompt = settings.pairs_per_prompt if settings.backend == "llm" else 1
+    return LLMJudge(
+        model,
+        policy=JudgePolicy(
+            update_threshold=settings.update_threshold,
+            min_confidence=settings.min_confidence,
+            fallback_confidence=settings.fallback_confidence,
+        ),
+        pairs_per_prompt=per_prompt,
+        max_attempts=settings.max_attempts,
+        use_features=settings.use_features,
+    )
+
+
+def build_fact_extractor(
+    settings: JudgeSettings, llm: LLMSettings | None = None, *, chat: ChatModel | None = None
+) -> FactExtractor:
+    """The fact extractor (also a :class:`LessonWriter`) on the same backend as the judge.
+
+    Raises:
+        ConfigurationError: as :func:`build_chat_model`.
+    """
+    from hindsight.inference.llm_judge import LLMFactExtractor  # noqa: PLC0415
+
+    model = chat or build_chat_model(settings, llm)
+    return LLMFactExtractor(model, max_attempts=settings.max_attempts, max_tokens=settings.fact_max_tokens)

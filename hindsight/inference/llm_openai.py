@@ -168,6 +168,32 @@ class OpenAILLM:
                 f"{self._url} answered without choices[0].message.content: {response.text[:200]!r}"
             ) from exc
 
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a whole ``/chat/completions`` request body (``model`` filled in) and return the
+        response JSON; for callers that need fields :meth:`complete` does not expose
+        (``response_format``, ``logprobs``).
+
+        Raises:
+            ModelUnavailableError / ConfigurationError: as :meth:`stream`; ConfigurationError also
+                for an answer that is not a JSON object.
+        """
+        return self._retrying()(self._chat_once, {**body, "model": self._model, "stream": False})
+
+    def _chat_once(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self._client.post(self._url, json=body, headers=self._headers)
+        except httpx.TransportError as exc:
+            raise self._error(None, f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code != httpx.codes.OK:
+            raise self._error(response.status_code, response.text[:500])
+        try:
+            data = response.json()
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{self._url} answered with non-JSON: {response.text[:200]!r}") from exc
+        if not isinstance(data, dict):
+            raise ConfigurationError(f"{self._url} answered with a non-object: {response.text[:200]!r}")
+        return data
+
     def close(self) -> None:
         """Close the HTTP client."""
         self._client.close()

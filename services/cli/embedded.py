@@ -38,6 +38,7 @@ log = logging.getLogger("hindsight.embedded")
 
 CONSUMER_TOPICS: dict[str, list[str]] = {
     "guard": [Topic.INTERACTIONS],
+    "quarantine": [Topic.QUARANTINE],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
     "reflect": [Topic.SESSIONS],
@@ -186,7 +187,7 @@ async def embedded_stack(
             # A fresh Kafka creates its group coordinator (__consumer_offsets) on the first request
             # for one; wait for it here, or five consumers log "coordinator not available" at start.
             await describe_group(bootstrap, cfg.kafka.group("guard"), timeout_s=60.0)
-            guard_app.register(resources)
+            await guard_app.register(resources)
             await ingest_app.register(resources)
             await reflect_app.register(resources)
             accesslog_app.register(resources)

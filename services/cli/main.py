@@ -316,7 +316,7 @@ def chaos(
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
-    from services.cli.chaos import main_chaos  # noqa: PLC0415
+    from bench.chaos import main_chaos  # noqa: PLC0415
 
     code = main_chaos(
         events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
@@ -333,7 +333,7 @@ def bench_load(
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
 ) -> None:
     """Offer steady load to the embedded default; print throughput, lag and memory per rate as JSON."""
-    from services.cli.bench_load import main_load  # noqa: PLC0415
+    from bench.load import main_load  # noqa: PLC0415
 
     raise typer.Exit(main_load(rates=rate, seconds=seconds, plot=plot, workdir=workdir))
 
@@ -349,7 +349,7 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help
 @bench_app.command("recall", context_settings=_PASS_THROUGH)
 def bench_recall(ctx: typer.Context) -> None:
     """Evidence recall of Hindsight vs dense, BM25 and hybrid baselines on LoCoMo (--help for options)."""
-    from services.cli.bench_recall import main as run  # noqa: PLC0415
+    from bench.recall import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 
@@ -357,7 +357,15 @@ def bench_recall(ctx: typer.Context) -> None:
 @bench_app.command("scale", context_settings=_PASS_THROUGH)
 def bench_scale(ctx: typer.Context) -> None:
     """Recall latency at 10k/100k memories and ingest-to-searchable latency (--help for options)."""
-    from services.cli.bench_scale import main as run  # noqa: PLC0415
+    from bench.scale import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("guard", context_settings=_PASS_THROUGH)
+def bench_guard(ctx: typer.Context) -> None:
+    """Guard on the labelled bilingual set: span recall, secrets leaked, quarantine rates (--help)."""
+    from bench.guard import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 
@@ -365,6 +373,6 @@ def bench_scale(ctx: typer.Context) -> None:
 @bench_app.command("inference", context_settings=_PASS_THROUGH)
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
-    from services.cli.bench_inference import main as run  # noqa: PLC0415
+    from bench.inference import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))

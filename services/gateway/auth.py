@@ -1,6 +1,7 @@
 """API keys and the principal they stand for (DESIGN.md section 6: every gateway call is authenticated).
 
-A key maps to a :class:`Principal`: a tenant, and optionally one agent of it. The tenant of every
+A key maps to a :class:`Principal`: a tenant, optionally one agent of it, and a role (``agent``, the
+default, or ``admin``: an operator who may also review the tenant's quarantine). The tenant of every
 read and write comes from the key, never from the request body, so a caller only ever sees its own
 tenant's memories. Keys are compared in constant time.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,14 @@ class Principal(BaseModel):
     agent_id: str | None = Field(
         None, min_length=1, description="Agent the key is issued to; None for a tenant-wide key."
     )
+    role: Literal["agent", "admin"] = Field(
+        "agent", description="'admin' may also review the tenant's quarantine (list, release, reject)."
+    )
+
+    @property
+    def is_admin(self) -> bool:
+        """True for an operator key (role ``admin``)."""
+        return self.role == "admin"
 
     def allowed_scopes(self) -> tuple[str, ...] | None:
         """Scopes this principal may read and write: ``("global", "agent:<id>")``, or None (any) for a
@@ -44,16 +53,24 @@ def _principal(value: Any, key: str) -> Principal:
     if isinstance(value, Mapping):
         return Principal.model_validate(dict(value))
     if isinstance(value, str):
-        tenant, _, agent = value.strip().partition(":")
-        return Principal(tenant_id=tenant.strip(), agent_id=agent.strip() or None)
+        owner, _, role = value.strip().partition("@")
+        tenant, _, agent = owner.partition(":")
+        if role.strip() not in ("", "agent", "admin"):
+            raise ValueError(f"API key {key[:4]}...: role must be 'agent' or 'admin', got {role.strip()!r}")
+        return Principal(
+            tenant_id=tenant.strip(),
+            agent_id=agent.strip() or None,
+            role="admin" if role.strip() == "admin" else "agent",
+        )
     raise ValueError(
         f"API key {key[:4]}...: principal must be 'TENANT[:AGENT]' or an object, got {type(value)}"
     )
 
 
 def parse_api_keys(raw: Any) -> dict[str, Principal]:
-    """Parse API keys: ``"KEY=TENANT[:AGENT][,KEY2=TENANT2[:AGENT2]]"``, the same as JSON
-    (``{"KEY": "TENANT:AGENT"}`` or ``{"KEY": {"tenant_id": ..., "agent_id": ...}}``), or a mapping.
+    """Parse API keys: ``"KEY=TENANT[:AGENT][@admin][,KEY2=...]"``, the same as JSON
+    (``{"KEY": "TENANT:AGENT"}`` or ``{"KEY": {"tenant_id": ..., "agent_id": ..., "role": "admin"}}``),
+    or a mapping. ``@admin`` makes an operator key (quarantine review).
 
     Raises:
         ValueError: an entry has no ``=``, an empty key or an empty tenant.

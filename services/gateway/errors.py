@@ -42,12 +42,35 @@ class NotFoundError(RequestError):
         )
 
 
+class ConflictError(RequestError):
+    """Wire code ``conflict`` (HTTP 409): the request contradicts the item's state."""
+
+    code = "conflict"
+
+    def __init__(self, message: str, *, field: str, fix: str) -> None:
+        super().__init__(message, field=field, fix=fix, status_code=409)
+
+
+class ItemNotFoundError(RequestError):
+    """Wire code ``not_found`` (HTTP 404) for a quarantine item; another tenant's id gives the same."""
+
+    code = "not_found"
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(
+            f"quarantine item {item_id!r} not found",
+            field="item_id",
+            fix="use an id returned by GET /v1/quarantine for this API key",
+            status_code=404,
+        )
+
+
 class ErrorDetail(BaseModel):
     """What went wrong, which field caused it and how to fix it."""
 
     code: str = Field(
         description="Wire code: invalid_request, validation_error, unauthenticated, forbidden, not_found, "
-        "unavailable or internal."
+        "conflict, unavailable or internal."
     )
     message: str = Field(description="Human-readable description.")
     field: str | None = Field(None, description="The request field (or header) at fault, if any.")

@@ -10,7 +10,7 @@ the field.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from fastapi import APIRouter, FastAPI, Path, Query, Request, Security
@@ -31,11 +31,14 @@ from services.gateway.models import (
     HealthResponse,
     HistoryResponse,
     MemoryDetail,
+    QuarantineList,
+    QuarantineView,
     RecallRequest,
     RecallResponse,
     ReflectRequest,
     RetainRequest,
 )
+from services.gateway.review import ReviewService
 from services.gateway.state import GatewayState
 
 HEALTH_TIMEOUT_S = 2.0
@@ -51,7 +54,10 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Invalid field value (code invalid_request)."},
     401: {"model": ErrorBody, "description": "Missing or unknown API key (code unauthenticated)."},
-    403: {"model": ErrorBody, "description": "Scope not allowed for this key (code forbidden)."},
+    403: {
+        "model": ErrorBody,
+        "description": "Scope (or admin role) not allowed for this key (code forbidden).",
+    },
     422: {"model": ErrorBody, "description": "Request does not match the schema (code validation_error)."},
     503: {
         "model": ErrorBody,
@@ -163,6 +169,47 @@ async def close_session(
     """Publish a session close to ``memory.sessions.v1``: episode consolidation and semantic
     abstraction follow asynchronously."""
     return await gateway_state(request).service.reflect(principal, session_id=session_id, **body.model_dump())
+
+
+review = APIRouter(prefix="/v1/quarantine", tags=["quarantine review (admin keys)"], responses=_ERRORS)
+ItemId = Annotated[str, Path(description="Quarantine item id from GET /v1/quarantine.")]
+_ITEM_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such item for this key's tenant (code not_found)."},
+    409: {
+        "model": ErrorBody,
+        "description": "Blocked item (no content kept) or already reviewed (code conflict).",
+    },
+}
+
+
+@review.get("", response_model=QuarantineList, summary="List quarantined items")
+async def list_quarantine(
+    *,
+    principal: Caller,
+    request: Request,
+    user_id: Annotated[str | None, Query(min_length=1, max_length=256, description="Only this user.")] = None,
+    status: Annotated[
+        Literal["pending", "released", "rejected"] | None,
+        Query(description="Review status (default pending)."),
+    ] = "pending",
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
+) -> QuarantineList:
+    """The tenant's quarantined and blocked events, redacted, with reasons, source, trust and
+    external_ref. Admin keys only (403 otherwise)."""
+    service = ReviewService(gateway_state(request).resources)
+    return await service.list(principal, user_id=user_id, status=status, limit=limit)
+
+
+@review.post("/{item_id}/release", response_model=QuarantineView, responses=_ITEM_ERRORS, summary="Release")
+async def release_quarantine(item_id: ItemId, principal: Caller, request: Request) -> QuarantineView:
+    """Publish the item on through the pipeline (stored once, however often released)."""
+    return await ReviewService(gateway_state(request).resources).release(principal, item_id=item_id)
+
+
+@review.post("/{item_id}/reject", response_model=QuarantineView, responses=_ITEM_ERRORS, summary="Reject")
+async def reject_quarantine(item_id: ItemId, principal: Caller, request: Request) -> QuarantineView:
+    """Keep the item out of memory for good (it stays listed for the audit trail)."""
+    return await ReviewService(gateway_state(request).resources).reject(principal, item_id=item_id)
 
 
 operations = APIRouter(tags=["operations"])
@@ -295,6 +342,7 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     """Add the routers and the error handlers to ``app``."""
     app.include_router(memories)
+    app.include_router(review)
     app.include_router(operations)
     app.add_exception_handler(RequestError, _request_error)
     app.add_exception_handler(RetryableError, _request_error)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -38,8 +38,11 @@ from services.gateway.models import (
     HistoryResponse,
     Order,
     Outcome,
+    QuarantineList,
+    QuarantineView,
     RecallResponse,
 )
+from services.gateway.review import ReviewService
 from services.gateway.state import GatewayState
 
 if TYPE_CHECKING:
@@ -243,6 +246,47 @@ async def history(
     )
 
 
+async def quarantine_list(
+    *,
+    ctx: GatewayContext,
+    user_id: Annotated[str | None, Field(min_length=1, max_length=256, description="Only this user.")] = None,
+    status: Annotated[
+        Literal["pending", "released", "rejected"] | None,
+        Field(description="Review status (default pending)."),
+    ] = "pending",
+    limit: Annotated[int, Field(ge=1, le=1000, description="At most this many, newest first.")] = 100,
+) -> QuarantineList:
+    """Operator tool (admin key): the tenant's quarantined items with reasons, source, trust and
+    external_ref; content is redacted."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await ReviewService(state.resources).list(
+            principal, user_id=user_id, status=status, limit=limit
+        )
+
+
+async def quarantine_release(
+    *,
+    item_id: Annotated[str, Field(description="Item id from quarantine_list.")],
+    ctx: GatewayContext,
+) -> QuarantineView:
+    """Operator tool (admin key): publish a quarantined item on through the pipeline (stored once)."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await ReviewService(state.resources).release(principal, item_id=item_id)
+
+
+async def quarantine_reject(
+    *,
+    item_id: Annotated[str, Field(description="Item id from quarantine_list.")],
+    ctx: GatewayContext,
+) -> QuarantineView:
+    """Operator tool (admin key): keep a quarantined item out of memory for good."""
+    with _tool_errors():
+        state, principal = _caller(ctx)
+        return await ReviewService(state.resources).reject(principal, item_id=item_id)
+
+
 def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[GatewayState]:
     """An MCP server with the five memory tools; its typed lifespan context is ``current_state()``,
     called when the server starts (the streamable-HTTP session manager's ``run()``, or stdio)."""
@@ -259,6 +303,11 @@ def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[Gat
     server.add_tool(reflect)
     server.add_tool(forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     server.add_tool(history, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    server.add_tool(quarantine_list, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    server.add_tool(quarantine_release, annotations=ToolAnnotations(idempotent_hint=True))
+    server.add_tool(
+        quarantine_reject, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True)
+    )
     return server
 
 

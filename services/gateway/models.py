@@ -220,3 +220,49 @@ class HealthResponse(BaseModel):
 
     status: Literal["ok", "unavailable"] = Field(description="'ok' when every check passed.")
     checks: dict[str, str] = Field(description="Check name -> 'ok' or the failure.")
+
+
+class QuarantineListRequest(_Body):
+    """Which quarantined items to list (admin keys only)."""
+
+    user_id: str | None = Field(None, min_length=1, max_length=256, description="Only this user's items.")
+    status: Literal["pending", "released", "rejected"] | None = Field(
+        "pending", description="Only items with this review status (null: all)."
+    )
+    limit: int = Field(100, ge=1, le=1000, description="At most this many, newest first.")
+
+
+class QuarantineView(BaseModel):
+    """A quarantined (or blocked) event as an operator reviews it; every text is redacted."""
+
+    id: str = Field(description="Item id (for release / reject).")
+    user_id: str = Field(description="User the event concerned.")
+    agent_id: str = Field(description="Agent that sent it.")
+    session_id: str = Field(description="Its session.")
+    event_id: str = Field(description="The interaction event id.")
+    stage: str = Field(description="'guard', or 'ingest.embed' for the consistency check.")
+    verdict: Literal["block", "quarantine"] = Field(
+        description="'block' (a secret: no content kept) or 'quarantine'."
+    )
+    reasons: list[str] = Field(
+        description="Why, e.g. 'poisoning:indirect_injection', 'secret:password', 'burst:claim'."
+    )
+    source: str = Field(description="user / assistant / tool / system.")
+    trust: float | None = Field(None, description="Source trust the memory would have had.")
+    tool_name: str | None = Field(None, description="Tool that produced it (redacted).")
+    external_ref: str | None = Field(None, description="The external_ref it came with (redacted).")
+    scores: dict[str, float] = Field(default_factory=dict, description="Detector scores behind the reasons.")
+    content: str | None = Field(None, description="Redacted content; null when blocked.")
+    findings: dict[str, int] = Field(
+        default_factory=dict, description="PII/secret types found and how often."
+    )
+    quarantined_at: AwareDatetime = Field(description="When it was quarantined (UTC).")
+    status: Literal["pending", "released", "rejected"] = Field(description="Review status.")
+    reviewed_by: str | None = Field(None, description="Who released or rejected it (key's tenant/agent).")
+    reviewed_at: AwareDatetime | None = Field(None, description="When.")
+
+
+class QuarantineList(BaseModel):
+    """Quarantined items of the caller's tenant."""
+
+    items: list[QuarantineView] = Field(description="Newest first.")

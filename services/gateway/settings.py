@@ -35,7 +35,8 @@ class GatewaySettings(BaseSettings):
     api_keys: Annotated[dict[str, Principal] | None, NoDecode] = Field(
         None,
         repr=False,
-        description="API key -> principal; env 'KEY=TENANT[:AGENT][,...]' or JSON. Unset: the local dev key.",
+        description="API key -> principal; env 'KEY=TENANT[:AGENT][@admin][,...]' or JSON. "
+        "Unset: the local dev key (admin).",
     )
     default_top_k: int = Field(
         TOP_K_DEFAULT, ge=1, description="Memories recall returns when top_k is omitted."
@@ -70,7 +71,7 @@ class GatewaySettings(BaseSettings):
                 raise ConfigurationError(
                     "HINDSIGHT_GATEWAY_API_KEYS must be set in production mode (KEY=TENANT[:AGENT],...)"
                 )
-            self.api_keys = {DEV_KEY: Principal(tenant_id="default")}
+            self.api_keys = {DEV_KEY: Principal(tenant_id="default", role="admin")}
         if not self.api_keys:
             raise ConfigurationError(
                 "HINDSIGHT_GATEWAY_API_KEYS holds no key: the gateway would refuse every call"

@@ -1,4 +1,8 @@
-"""Guard service app: ``faststream run services.guard.app:create_app --factory``."""
+"""Guard service app: ``faststream run services.guard.app:create_app --factory``.
+
+Two consumer groups: ``<prefix>-guard`` (``memory.interactions.v1`` -> guarded / quarantine) and
+``<prefix>-quarantine`` (``memory.quarantine.v1`` -> the ClickHouse review store).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,46 @@ from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
 from schemas import Topic
+from services.guard.claims import ClaimBursts, ClaimBurstSettings
+from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import BurstDetector
 from services.guard.policy import GuardPolicy
 from services.guard.settings import GuardSettings
+from services.guard.sink import QuarantineSinkStage
 from services.guard.stage import GuardStage
 
 
-def register(resources: Resources, settings: GuardSettings | None = None) -> None:
-    """Subscribe the guard stage to ``memory.interactions.v1`` in group ``<prefix>-guard``."""
+def policy_from(cfg: GuardSettings) -> GuardPolicy:
+    """The guard policy the settings describe."""
+    return GuardPolicy(
+        poisoning=cfg.poisoning_checks,
+        instruction_threshold=cfg.instruction_threshold,
+        repeat_min_count=cfg.repeat_min_count,
+        repeat_min_chars=cfg.repeat_min_chars,
+    )
+
+
+async def register(resources: Resources, settings: GuardSettings | None = None) -> None:
+    """Subscribe the guard stage and the quarantine sink."""
     cfg = settings or GuardSettings()
+    claims = ClaimBursts(
+        await resources.redis(),
+        ClaimBurstSettings(
+            window_s=cfg.claim_window_s,
+            min_events=cfg.claim_min_events,
+            min_origins=cfg.claim_min_origins,
+            min_chars=cfg.repeat_min_chars,
+        ),
+        prefix=f"{resources.settings.kafka.group_prefix}:guard",
+    )
     stage = GuardStage(
-        GuardPolicy(poisoning=cfg.poisoning_checks),
+        policy_from(cfg),
         BurstDetector(limit=cfg.burst_limit, window_s=cfg.burst_window_s),
+        classifier=InstructionClassifier.load() if cfg.classifier else None,
+        claims=claims,
     )
     resources.subscribe(stage, [Topic.INTERACTIONS], "guard")
+    resources.subscribe(QuarantineSinkStage(resources.quarantine()), [Topic.QUARANTINE], "quarantine")
 
 
 def create_app() -> FastStream:

@@ -1,16 +1,21 @@
 """Guard policy and the guard decision for one message (DESIGN.md sections 3, 4 and 6).
 
-:func:`evaluate` is the whole guard verdict for one piece of content, as a pure function:
+:func:`evaluate` is the guard verdict for one piece of text, as a pure function; the stage applies
+it to every free-text field of an event (:func:`redact_event` for the fields that are only
+redacted). Layers, each with its own reason:
 
 1. PII/secrets (:mod:`hindsight.pii`, shared so the gateway redacts queries with the same rules):
    every finding gets its type's action. A ``block`` finding (secrets by default) makes the verdict
-   ``block``: the message goes to ``memory.quarantine.v1`` with the reason and is never stored
-   (DESIGN.md sections 3 and 6).
-2. Poisoning (:mod:`services.guard.poisoning`), when the policy enables it: an instruction aimed at
-   the agent's future behaviour makes the verdict ``quarantine``. So do a burst flagged by the
-   caller's :class:`~services.guard.poisoning.BurstDetector` and a source missing from the trust
-   table (DESIGN.md section 6: "unknown sources" are an anomaly).
-3. Otherwise ``pass``, with the redacted content.
+   ``block`` (reason ``secret:<type>``): the message goes to ``memory.quarantine.v1`` and is never
+   stored (DESIGN.md sections 3 and 6).
+2. Source-aware instruction detection (:class:`services.guard.classifier.InstructionClassifier`):
+   attack probability at or above ``policy.instruction_threshold`` quarantines with reason
+   ``poisoning:<kind>`` (``indirect_injection``, ``fake_authority``, ``safety_override``,
+   ``directive``). Without a classifier the keyword rules of :mod:`services.guard.poisoning` decide
+   (reason ``poisoning:<rule>``), as before.
+3. Repetition (:func:`services.guard.claims.repeated_claims`): reason ``poisoning:repetition``.
+4. Bursts (the caller's verdicts): ``burst`` (events per agent) and ``burst:claim`` (one claim from
+   many events and origins), and ``unknown_source`` for a source missing from the trust table.
 
 The returned content is always the redacted text, whatever the verdict, so no copy of a message
 (quarantine included) carries raw PII or a secret. The findings summary holds types and counts only,
@@ -27,6 +32,8 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
+from services.guard.claims import repeated_claims
+from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
 Verdict = Literal["pass", "quarantine", "block"]
@@ -67,6 +74,18 @@ class GuardPolicy(BaseModel):
         default=True,
         description="Quarantine content whose source is not in the trust table (DESIGN.md section 6).",
     )
+    instruction_threshold: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Attack probability of the instruction classifier that quarantines (see GuardSettings).",
+    )
+    repeat_min_count: int = Field(
+        3, ge=2, description="Times one sentence must occur in a text to quarantine."
+    )
+    repeat_min_chars: int = Field(
+        12, ge=1, description="Shortest normalised sentence that counts as a claim."
+    )
 
     @field_validator("actions", mode="after")
     @classmethod
@@ -91,15 +110,24 @@ class GuardDecision(BaseModel):
     trust: float = Field(
         description="Initial confidence of the source (DESIGN.md section 4); 0.0 if unknown."
     )
+    scores: dict[str, float] = Field(default_factory=dict, description="Detector scores, e.g. instruction.")
 
 
-def evaluate(content: str, source: str, policy: GuardPolicy, *, burst: bool = False) -> GuardDecision:
+def evaluate(
+    content: str,
+    source: str,
+    policy: GuardPolicy,
+    *,
+    burst: bool = False,
+    classifier: InstructionClassifier | None = None,
+) -> GuardDecision:
     """Judge one message from ``source`` under ``policy`` (DESIGN.md section 6).
 
     ``burst`` is the caller's ``BurstDetector.observe`` result for this event; it quarantines with
     reason ``burst``. Reasons, in order: ``secret:<type>`` (or ``block:<type>``) per blocking type,
-    ``unknown_source``, ``poisoning:<rule>`` per fired rule, ``burst``. Verdict: ``block`` if anything
-    blocks, else ``quarantine`` if there is any other reason, else ``pass``.
+    ``unknown_source``, ``poisoning:<kind>`` from the classifier (or ``poisoning:<rule>`` per fired
+    rule without one), ``poisoning:repetition``, ``burst``. Verdict: ``block`` if anything blocks,
+    else ``quarantine`` if there is any other reason, else ``pass``.
     """
     redaction = redact(content, policy.actions)
     reasons: list[str] = list(redaction.block_reasons)
@@ -107,8 +135,17 @@ def evaluate(content: str, source: str, policy: GuardPolicy, *, burst: bool = Fa
     known_source = source in policy.trust
     if not known_source and policy.quarantine_unknown_sources:
         reasons.append("unknown_source")
+    scores: dict[str, float] = {}
     if policy.poisoning:
-        reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+        if classifier is not None:
+            score = classifier.score(content, source)
+            scores["instruction"] = round(score.attack, 4)
+            if score.attack >= policy.instruction_threshold:
+                reasons.append(f"poisoning:{score.kind}")
+        else:
+            reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+        if repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars):
+            reasons.append("poisoning:repetition")
     if burst:
         reasons.append("burst")
 
@@ -119,4 +156,11 @@ def evaluate(content: str, source: str, policy: GuardPolicy, *, burst: bool = Fa
         findings=dict(sorted(Counter(f.type for f in redaction.findings).items())),
         reasons=tuple(reasons),
         trust=policy.trust.get(source, 0.0),
+        scores=scores,
     )
+
+
+def redact_field(value: str, policy: GuardPolicy) -> tuple[str, Counter[str], list[str]]:
+    """One metadata field redacted: ``(text, finding counts, block reasons)``."""
+    result = redact(value, policy.actions)
+    return result.text, Counter(f.type for f in result.findings), list(result.block_reasons)

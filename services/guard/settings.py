@@ -1,4 +1,5 @@
-"""Guard settings (env prefix ``HINDSIGHT_GUARD_``)."""
+"""Guard settings (env prefix ``HINDSIGHT_GUARD_``); the numbers that chose each default are in
+``docs/guard.md`` (measured with ``hindsight bench guard``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,24 @@ class GuardSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_GUARD_", extra="ignore")
 
-    poisoning_checks: bool = Field(True, description="Quarantine instruction-like poisoning attempts.")
+    poisoning_checks: bool = Field(
+        True, description="Quarantine poisoning attempts (classifier, repetition)."
+    )
+    classifier: bool = Field(
+        True, description="Use the trained instruction classifier; false = the keyword rules alone."
+    )
+    instruction_threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Classifier attack probability that quarantines (sweep in docs/guard.md).",
+    )
+    repeat_min_count: int = Field(
+        3, ge=2, description="Occurrences of one sentence in a text that quarantine."
+    )
+    repeat_min_chars: int = Field(
+        12, ge=1, description="Shortest normalised sentence (letters/digits) that counts as a claim."
+    )
     burst_limit: int = Field(
         60,
         ge=1,
@@ -19,4 +37,11 @@ class GuardSettings(BaseSettings):
     )
     burst_window_s: float = Field(
         60.0, gt=0, description="Burst window in seconds of event time (occurred_at)."
+    )
+    claim_window_s: float = Field(
+        600.0, gt=0, description="Event-time window in which one claim from many events is a burst (s)."
+    )
+    claim_min_events: int = Field(3, ge=2, description="Events stating one claim within the window: a burst.")
+    claim_min_origins: int = Field(
+        2, ge=1, description="Distinct origins (agent + tool) among them; 1 would flag a tool polled thrice."
     )

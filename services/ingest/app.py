@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from faststream import FastStream
 
+from hindsight.consistency import ConsistencyCheck, ConsistencySettings
 from hindsight.runtime import Resources, service_app
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.working_memory import WorkingMemory
@@ -28,12 +29,19 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
         resources.subscribe(stage, [Topic.GUARDED], "ingest-trigger")
     if "embed" in cfg.stages:
         ledger = SessionLedger(await resources.redis())
+        store = resources.vector_store()
+        consistency = (
+            ConsistencyCheck(store, settings=ConsistencySettings(min_cosine=cfg.consistency_min_cosine))
+            if cfg.consistency_check
+            else None
+        )
         embed = EmbedStage(
-            resources.vector_store(),
+            store,
             resources.embedder(),
             ledger,
             dedupe_cosine=cfg.dedupe_cosine,
             lexical=resources.lexical(),
+            consistency=consistency,
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
 

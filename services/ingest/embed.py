@@ -12,6 +12,11 @@ Consumes ``memory.candidates.v1`` in batches. For each batch:
    so a reinforced memory stays a precise citation);
 4. the others are upserted (durable on return) and announced on ``memory.stored.v1``;
 5. the session ledger records every candidate as stored (or merged), which reflection waits for.
+
+Before 3, the consistency check (:mod:`hindsight.consistency`, when configured) holds back a
+low-trust candidate that overturns a safety-critical or strongly supported memory of the user: it
+goes to ``memory.quarantine.v1`` (stage ``ingest.embed``, with the candidate for release) instead
+of being stored. The reconcile stage should call the same check before it supersedes.
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hindsight.consistency import Hold
 from hindsight.consumer import Envelope, Rejection, parse_model
 from hindsight.records import from_payload, memory_from_candidate, to_payload
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.text import speaker_text
-from schemas import Memory, MemoryCandidate, MemoryStoredEvent, Topic, partition_key
+from schemas import Memory, MemoryCandidate, MemoryStoredEvent, QuarantineRecord, Topic, partition_key
 
 if TYPE_CHECKING:
+    from hindsight.consistency import ConsistencyCheck
     from hindsight.inference.embedder import Embedder
     from hindsight.lexical import LexicalEncoder
     from hindsight.publisher import EventPublisher
@@ -41,6 +48,27 @@ if TYPE_CHECKING:
 def embed_text(candidate: MemoryCandidate | Memory) -> str:
     """Text that is embedded: ``"speaker: content"`` when the speaker is known."""
     return speaker_text(candidate.speaker, candidate.content)
+
+
+def _held(c: MemoryCandidate, hold: Hold, now: datetime) -> QuarantineRecord:
+    """The quarantine record of a candidate the consistency check held back (redacted already)."""
+    return QuarantineRecord(
+        tenant_id=c.tenant_id,
+        user_id=c.user_id,
+        agent_id=c.agent_id,
+        session_id=c.session_id,
+        event_id=c.provenance.event_ids[0] if c.provenance.event_ids else c.memory_id,
+        verdict="quarantine",
+        reasons=(hold.reason,),
+        source=c.source,
+        content_redacted=c.content,
+        quarantined_at=now,
+        stage="ingest.embed",
+        trust=c.confidence,
+        external_ref=c.provenance.external_refs[0] if c.provenance.external_refs else None,
+        scores={"cosine": round(hold.cosine, 4), "judge_confidence": hold.verdict.confidence},
+        candidate=c,
+    )
 
 
 class EmbedStage:
@@ -56,7 +84,9 @@ class EmbedStage:
         *,
         dedupe_cosine: float,
         lexical: LexicalEncoder | None = None,
+        consistency: ConsistencyCheck | None = None,
     ) -> None:
+        self._consistency = consistency
         self._store = store
         self._lexical = lexical
         self._ledger = ledger
@@ -106,6 +136,11 @@ class EmbedStage:
         merges: dict[str, list[str]] = defaultdict(list)
         accepted: dict[tuple[str, str, str], list[tuple[str, np.ndarray]]] = defaultdict(list)
         for c, vec in zip(fresh, vectors, strict=True):
+            if self._consistency is not None:
+                hold = await asyncio.to_thread(self._consistency.check, c, vec)
+                if hold is not None:
+                    out.send(Topic.QUARANTINE, partition_key(c.tenant_id, c.user_id), _held(c, hold, now))
+                    continue
             group = (c.tenant_id, c.user_id, c.type)
             target = self._duplicate_of(c, vec, accepted[group])
             if target is not None:

@@ -18,6 +18,14 @@ class IngestSettings(BaseSettings):
     working_capacity: int = Field(8, ge=1, description="Working memory items per session (DESIGN.md s2).")
     working_lambda: float = Field(0.1, ge=0.0, description="Working memory decay per turn (DESIGN.md s2).")
     dedupe_cosine: float = Field(0.95, ge=0.0, le=1.0, description="Near-duplicate threshold (DESIGN.md s4).")
+    consistency_check: bool = Field(
+        True,
+        description="Hold back low-trust candidates that overturn safety-critical or strongly supported "
+        "memories (hindsight.consistency; issue 10).",
+    )
+    consistency_min_cosine: float = Field(
+        0.80, ge=0.0, le=1.0, description="Nearest memories at or above this cosine are checked."
+    )
     stages: Annotated[tuple[Literal["trigger", "embed"], ...], NoDecode] = Field(
         ("trigger", "embed"),
         description="Stages this process runs: 'trigger', 'embed' or both ('trigger,embed').",

@@ -2,7 +2,7 @@
 
 It starts its own Kafka 4.4 broker, ``redis-server`` and six service processes, SIGKILLs and
 restarts them at random points, restarts Redis, cuts the vector store for a few seconds and injects
-malformed records (see ``services/cli/chaos.py``). All 500 events go through the embedding stage.
+malformed records (see ``bench/chaos.py``). All 500 events go through the embedding stage.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cli.chaos import REPO_ROOT
+from bench.common import REPO_ROOT
 from tests.fixtures.kafka import _fetch_kafka_jars
 
 pytestmark = pytest.mark.e2e

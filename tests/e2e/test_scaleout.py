@@ -20,20 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.procs import Pipeline, ServiceProcess, stop_all
+from bench.verify import memories_of, read_candidates, read_dead_letters, verify
+from bench.workload import make_workload, publish
 from hindsight.brokers import delete_topics, describe_group, ensure_topics, wait_for_zero_lag
 from hindsight.runtime import GRACEFUL_TIMEOUT_S
 from schemas import Topic
-from services.cli.chaos import (
-    Pipeline,
-    ServiceProcess,
-    make_workload,
-    memories_of,
-    publish,
-    read_candidates,
-    read_dead_letters,
-    stop_all,
-    verify,
-)
 
 pytestmark = pytest.mark.e2e
 

@@ -22,6 +22,9 @@ import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from faststream.kafka import KafkaBroker
 
+from bench.procs import STAGE_TOPICS, Pipeline, ServiceProcess, stop_all
+from bench.verify import memories_of, read_candidates, read_dead_letters, verify
+from bench.workload import Workload, make_workload, publish
 from hindsight.brokers import (
     committed_offsets,
     delete_topics,
@@ -36,19 +39,6 @@ from hindsight.ids import turn_memory_id
 from hindsight.publisher import EventPublisher
 from hindsight.runtime import GRACEFUL_TIMEOUT_S
 from schemas import GuardedEvent, InteractionEvent, MemoryCandidate, Topic, partition_key
-from services.cli.chaos import (
-    STAGE_TOPICS,
-    Pipeline,
-    ServiceProcess,
-    Workload,
-    make_workload,
-    memories_of,
-    publish,
-    read_candidates,
-    read_dead_letters,
-    stop_all,
-    verify,
-)
 
 pytestmark = pytest.mark.integration
 

@@ -44,7 +44,27 @@ def test_malformed_api_keys_are_refused() -> None:
 
 
 def test_local_mode_defaults_to_the_dev_key() -> None:
-    assert GatewaySettings().keys() == {DEV_KEY: Principal(tenant_id="default")}
+    # the single local developer is also the operator who reviews quarantine
+    assert GatewaySettings().keys() == {DEV_KEY: Principal(tenant_id="default", role="admin")}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("k1=acme", Principal(tenant_id="acme")),
+        ("k1=acme:bot", Principal(tenant_id="acme", agent_id="bot")),
+        ("k1=acme@admin", Principal(tenant_id="acme", role="admin")),
+        ("k1=acme:ops@admin", Principal(tenant_id="acme", agent_id="ops", role="admin")),
+        ('{"k1": {"tenant_id": "acme", "role": "admin"}}', Principal(tenant_id="acme", role="admin")),
+    ],
+)
+def test_api_key_roles(raw: str, expected: Principal) -> None:
+    assert GatewaySettings(api_keys=raw).keys() == {"k1": expected}
+
+
+def test_unknown_role_is_refused() -> None:
+    with pytest.raises(ValueError, match="role must be 'agent' or 'admin'"):
+        GatewaySettings(api_keys="k1=acme@root")
 
 
 def test_production_refuses_dev_keys_and_missing_keys(monkeypatch: pytest.MonkeyPatch) -> None:

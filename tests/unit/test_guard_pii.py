@@ -425,6 +425,7 @@ def test_defaults_redact_personal_data_and_block_secrets() -> None:
         "phone",
         "cn_id",
         "bank_card",
+        "iban",
         "passport",
         "ip",
     }

@@ -66,3 +66,60 @@ def test_burst_over_the_limit_is_quarantined_and_redelivery_is_not_counted_twice
     fourth = stage.guard(ev(3))
     assert isinstance(fourth, QuarantineRecord)
     assert "burst" in fourth.reasons
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 13 defect 5: every free-text field that can reach a store or a log passes the guard.
+
+
+def test_pii_in_every_free_text_field_is_redacted() -> None:
+    out = GuardStage(GuardPolicy()).guard(
+        ev(
+            1,
+            "see the attachment",
+            source="tool",
+            speaker="Ann (ann@example.com)",
+            tool_name="crm lookup 13812345678",
+            tool_result="owner a.b@example.com",
+            tags=("vip", "bob@example.org"),
+            external_ref="ticket for 13912345678",
+            metadata={"note": "call +1 (415) 555-0132", "count": 3},
+        )
+    )
+    assert isinstance(out, GuardedEvent)
+    dumped = out.model_dump_json()
+    for raw in (
+        "ann@example.com",
+        "13812345678",
+        "a.b@example.com",
+        "bob@example.org",
+        "13912345678",
+        "555-0132",
+    ):
+        assert raw not in dumped, raw
+    event = out.interaction
+    assert event.speaker == "Ann ([REDACTED:email])"
+    assert event.tool_name == "crm lookup [REDACTED:phone]"
+    assert event.tags == ("vip", "[REDACTED:email]")
+    assert event.external_ref == "ticket for [REDACTED:phone]"
+    assert event.metadata == {"note": "call [REDACTED:phone]", "count": 3}
+    assert out.findings == {"email": 3, "phone": 3}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tags": ("ghp_" + "a1B2" * 9,)},
+        {"speaker": "password: hunter2"},
+        {"external_ref": "https://x.example/cb?token=sk-proj-abc123DEF456ghi789JKL012mno"},
+        {"metadata": {"auth": "Bearer abc123def456ghi789jkl0"}},
+        {"tool_name": "deploy", "tool_result": "AWS key AKIAIOSFODNN7EXAMPLE", "source": "tool"},
+    ],
+)
+def test_a_secret_in_any_field_blocks_and_nothing_is_kept(fields: dict[str, object]) -> None:
+    out = GuardStage(GuardPolicy()).guard(ev(1, "harmless text", **fields))
+    assert isinstance(out, QuarantineRecord)
+    assert out.verdict == "block"
+    assert out.content_redacted is None
+    for value in ("ghp_a1B2", "hunter2", "sk-proj-abc", "abc123def456", "AKIAIOSFODNN7EXAMPLE"):
+        assert value not in out.model_dump_json()

@@ -12,23 +12,23 @@
    return one dict per system, per category and overall; ``main()`` prints one JSON line each,
    Hindsight last with ``vs_best_baseline_recall_at_10``.
 
-Run: ``.venv/bin/python -m services.cli.bench_recall --conversations conv-26,conv-30``.
+Run: ``.venv/bin/python -m bench.recall --conversations conv-26,conv-30``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.common import DEFAULT_DATA, loadavg, print_line, scratch_dir
+from bench.stack import embedded
 from hindsight.eval import locomo, metrics
 from hindsight.eval.baselines import SYSTEMS, EmbeddingCache, TurnIndex, conversation_turns
 from hindsight.tokens import count_tokens
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hindsight.bench.recall")
 
-DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 API_KEY = "dev-bench-recall-key"
 _METRIC_KEYS = (
     "questions",
@@ -146,20 +145,14 @@ async def _pipeline(
     timeout_s: float,
     progress: bool,
 ) -> HindsightRun:
-    from hindsight.settings import AllSettings  # noqa: PLC0415
     from services.cli.demo import count_memories, publish, wait_with_progress  # noqa: PLC0415
-    from services.cli.embedded import embedded_stack  # noqa: PLC0415
-    from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
-    cfg = AllSettings()
-    cfg.runtime.data_dir = data_dir
-    gateway = GatewaySettings(port=0, api_keys={API_KEY: locomo.TENANT}, max_top_k=max(k, 15))
     events = [e for c in convs for e in c.events]
     questions = [q for c in convs for q in c.questions]
     interactions = sum(c.turns for c in convs)
     run = HindsightRun(events=len(events))
     stack: Stack
-    async with embedded_stack(cfg, gateway) as stack:
+    async with embedded(data_dir, {API_KEY: locomo.TENANT}, max_top_k=max(k, 15)) as stack:
         started = time.perf_counter()
         await publish(stack.bootstrap, events)
         await wait_with_progress(stack, interactions, timeout_s)
@@ -218,13 +211,6 @@ def system_line(system: str, scores: Sequence[metrics.QuestionScore]) -> dict[st
     return {key: _round(v) for key, v in line.items()}
 
 
-def _load_load() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in __import__("os").getloadavg()]
-    except OSError:  # pragma: no cover - not on Linux
-        return None
-
-
 def run_recall_bench(
     data: Path = DEFAULT_DATA,
     conversations: list[str] | None = None,
@@ -252,9 +238,8 @@ def run_recall_bench(
         TimeoutError: the pipeline did not catch up in ``timeout_s``.
     """
     convs = [locomo.conversation(s) for s in locomo.select(locomo.load(data), conversations)]
-    load_before = _load_load()
-    with tempfile.TemporaryDirectory(prefix="hindsight-bench-recall-", ignore_cleanup_errors=True) as scratch:
-        workdir = data_dir or Path(scratch)
+    load_before = loadavg()
+    with scratch_dir("hindsight-bench-recall-", data_dir) as workdir:
         run = asyncio.run(
             _pipeline(convs, k=k, rerank=rerank, data_dir=workdir, timeout_s=timeout_s, progress=progress)
         )
@@ -283,7 +268,7 @@ def run_recall_bench(
                 else "mixed"
             ),
             "load_avg_at_start": load_before,
-            "load_avg_at_end": _load_load(),
+            "load_avg_at_end": loadavg(),
             "best_baseline": best["system"],
         }
     )
@@ -333,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for line in lines:
-        print(json.dumps(line), flush=True)
+        print_line(line)
     return 0
 
 

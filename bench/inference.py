@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from bench.common import REPO_ROOT, SHARED_DATA, percentile, print_line
 from hindsight.inference.embedder import Embedder, LocalE5Embedder
 from hindsight.inference.reranker import EmbeddingCosineReranker, Reranker
 from hindsight.inference.triton_client import TritonTarget
@@ -32,7 +31,7 @@ from hindsight.inference.triton_embedder import TritonEmbedder
 from hindsight.inference.triton_reranker import TritonReranker
 from hindsight.inference.triton_server import CPU_REPOSITORY, TritonServer
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo_dev.json"
+DEFAULT_DATA = SHARED_DATA
 BATCH_SIZES = (1, 8, 32)
 
 
@@ -55,15 +54,10 @@ def sample_texts(n: int, data: Path | None = DEFAULT_DATA) -> list[str]:
 
 def _display(path: Path) -> str:
     """``path`` relative to the repository root when inside it (stable across checkouts)."""
-    root = Path(__file__).resolve().parents[2]
     try:
-        return str(path.resolve().relative_to(root))
+        return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:
         return str(path)
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
 
 def measure(
@@ -83,7 +77,7 @@ def measure(
     return {
         "texts_per_s": round(batch * calls / wall, 1),
         "p50_ms": round(statistics.median(latencies), 1),
-        "p95_ms": round(_percentile(latencies, 95), 1),
+        "p95_ms": round(percentile(latencies, 95), 1),
         "calls": calls,
     }
 
@@ -221,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HindsightError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
-    sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+    print_line(result, compact=True)
     return 0
 
 

@@ -29,13 +29,15 @@ from pathlib import Path
 
 from aiokafka.errors import KafkaError
 
+from bench.common import print_line
+from bench.procs import ServiceProcess
+from bench.workload import PublishProgress, make_workload, publish
 from hindsight.brokers import TansuBroker
 from hindsight.brokers.admin import LagReader, lag_reader
 from hindsight.errors import HindsightError
 from hindsight.observability import configure_logging
 from hindsight.settings import AllSettings
 from schemas import Topic
-from services.cli.chaos import PublishProgress, ServiceProcess, make_workload, publish
 
 GROUPS = {
     "guard": str(Topic.INTERACTIONS),
@@ -223,7 +225,7 @@ def main_load(*, rates: Sequence[float], seconds: float, plot: Path, workdir: Pa
     try:
         results = asyncio.run(run_load(rates, seconds, root))
     except (HindsightError, RuntimeError, TimeoutError) as exc:
-        print(json.dumps({"error": str(exc)[:2000], "workdir": str(root)}), flush=True)
+        print_line({"error": str(exc)[:2000], "workdir": str(root)})
         return 2
     plot_results(results, plot)
     sustained = [r.rate for r in results if r.sustained]
@@ -232,7 +234,7 @@ def main_load(*, rates: Sequence[float], seconds: float, plot: Path, workdir: Pa
         "max_stored_per_s": round(max(r.stored_per_s for r in results), 2),
         "plot": str(plot),
     }
-    print(json.dumps(summary), flush=True)
+    print_line(summary)
     if workdir is None:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -1,0 +1,1048 @@
+"""Secret detection in prose and code, English and Chinese (DESIGN.md section 6; issue 10 item 1).
+
+Three layers, each yielding ``(type, start, end)`` spans over the (full-width-folded) text; the
+caller (:mod:`hindsight.pii`) resolves overlaps and applies the action (secrets block by default):
+
+1. **Known token formats** of the major providers (:data:`PROVIDER_PATTERNS`): cloud access keys
+   (AWS, Alibaba Cloud, Tencent Cloud, Google, Azure storage keys), Git hosting (GitHub, GitLab),
+   model hubs and model APIs (Hugging Face, OpenAI/Anthropic ``sk-``, Groq, Replicate, Perplexity),
+   chat platforms (Slack tokens and webhooks, Discord, Telegram bots), payment providers (Stripe,
+   Square), package registries (npm, PyPI), JWTs, PEM/OpenSSH private-key blocks and
+   connection strings with a password. The prefixes are the providers' documented formats (as
+   collected by gitleaks and detect-secrets); each match must also look generated (letters and digits).
+2. **Keyword in context**: a credential word (password, passcode, passphrase, PIN, secret, token,
+   API key, OTP / verification code, CVV; 密码, 口令, 密钥, 秘钥, 令牌, 验证码, 校验码, 动态码, 安全码)
+   followed, with or without a separator and with up to a few filler words ("is", "for the router",
+   "是", "为", "改成了"), by a value that looks like a credential (:func:`credential_like`);
+   "logging in as X with Y", "username X password Y", "账号X 密码Y" (Y is the secret).
+3. **Entropy with context**: a random-looking run of 20+ characters (Shannon entropy >= 3.5 bits
+   per character, letters and digits) within :data:`CONTEXT_WINDOW` characters after a credential
+   word ("key", "secret", "credential", "auth", 密钥...) is a secret even in an unknown format.
+
+Not secrets (tested): version numbers, OIDs, UUIDs and hex digests named as ids or hashes (git
+commits, sha256, md5), masked values (``sk-XXXX...``, ``****1234``, ``138****5678``), placeholders
+(``<your-api-key>``, ``[REDACTED:...]``) and prose about credentials ("my password is strong",
+"reset your password here", "the secret to a good cake").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Final, Literal
+
+SecretType = Literal["api_key", "token", "private_key", "password"]
+_Span = tuple[SecretType, int, int]
+
+_L: Final = r"(?<![A-Za-z0-9_\-])"
+"""Left boundary for a token: not inside a longer identifier (no \\b: CJK counts as a word char)."""
+_R: Final = r"(?![A-Za-z0-9_\-])"
+
+# ---------------------------------------------------------------------------------------------
+# 1. Provider formats: (type, pattern, group holding the secret or 0 for the whole match)
+
+_PROVIDER_SPECS: Final[tuple[tuple[SecretType, str, int], ...]] = (
+    # model APIs: OpenAI sk-/sk-proj-, Anthropic sk-ant-, DeepSeek/Moonshot/Qwen DashScope sk-
+    ("api_key", _L + r"sk-[A-Za-z0-9_\-]{20,}", 0),
+    ("api_key", _L + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", 0),  # Stripe secret/restricted
+    ("api_key", _L + r"whsec_[A-Za-z0-9]{20,}", 0),  # Stripe webhook secret
+    ("api_key", _L + r"sq0(?:atp|csp)-[0-9A-Za-z_\-]{22,60}", 0),  # Square
+    ("api_key", _L + r"EAAA[A-Za-z0-9_\-]{60}" + _R, 0),  # Square access token
+    (
+        "api_key",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![0-9A-Za-z])",
+        0,
+    ),
+    ("api_key", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,24}(?![0-9A-Za-z])", 0),  # Alibaba Cloud
+    ("api_key", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{13,40}(?![0-9A-Za-z])", 0),  # Tencent Cloud
+    ("api_key", _L + r"AIza[0-9A-Za-z_\-]{35}" + _R, 0),  # Google API key
+    ("api_key", _L + r"GOCSPX-[A-Za-z0-9_\-]{24,}", 0),  # Google OAuth client secret
+    ("token", _L + r"ya29\.[0-9A-Za-z_\-]{20,}", 0),  # Google OAuth access token
+    ("api_key", r"AccountKey=([A-Za-z0-9+/]{40,}={0,2})", 1),  # Azure storage
+    ("token", r"[?&]sig=([A-Za-z0-9%+/]{30,}={0,2})", 1),  # Azure SAS signature
+    ("token", _L + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})", 0),
+    ("token", _L + r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", 0),  # GitLab
+    ("token", _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),  # Hugging Face
+    ("api_key", _L + r"gsk_[A-Za-z0-9]{40,}", 0),  # Groq
+    ("api_key", _L + r"r8_[A-Za-z0-9]{30,}", 0),  # Replicate
+    ("api_key", _L + r"pplx-[A-Za-z0-9]{40,}", 0),  # Perplexity
+    ("api_key", _L + r"dapi[a-f0-9]{32}" + _R, 0),  # Databricks
+    ("token", _L + r"dop_v1_[a-f0-9]{64}", 0),  # DigitalOcean
+    ("token", _L + r"(?:secret|ntn)_[A-Za-z0-9]{40,50}" + _R, 0),  # Notion
+    ("api_key", _L + r"lin_api_[A-Za-z0-9]{32,}", 0),  # Linear
+    ("token", _L + r"xox[abposre]-[A-Za-z0-9\-]{10,}", 0),  # Slack tokens
+    ("token", r"hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,})", 1),
+    ("token", r"discord(?:app)?\.com/api/webhooks/(\d{15,20}/[A-Za-z0-9_\-]{40,})", 1),
+    (
+        "token",
+        r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _R,
+        0,
+    ),
+    ("token", r"(?<![0-9A-Za-z])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _R, 0),  # Telegram bot
+    ("api_key", _L + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R, 0),  # SendGrid
+    ("api_key", _L + r"SK[0-9a-f]{32}" + _R, 0),  # Twilio API key
+    ("api_key", _L + r"key-[0-9a-zA-Z]{32}" + _R, 0),  # Mailgun
+    ("token", _L + r"npm_[A-Za-z0-9]{36}" + _R, 0),
+    ("token", _L + r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0),
+    ("token", _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, 0),  # Shopify
+    ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*", 0),  # JWT
+    ("token", _L + r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
+)
+PROVIDER_PATTERNS: Final[tuple[tuple[SecretType, re.Pattern[str], int], ...]] = tuple(
+    (kind, re.compile(pattern), group) for kind, pattern, group in _PROVIDER_SPECS
+)
+"""Provider formats, most specific first. Sources: the providers' key-format documentation as
+collected by gitleaks' default rules and detect-secrets' plugins (AWS, GitHub, Slack, Stripe, ...)."""
+
+_PEM_RE: Final = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+    r"(?:-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|PuTTY-User-Key-File-\d: [\s\S]*?(?:Private-MAC: [0-9a-f]+|\Z)"
+)
+_URL_CREDENTIALS_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s:/@]{1,256})@"
+)
+_BEARER_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:bearer|token|basic)\s+([A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE
+)
+
+# ---------------------------------------------------------------------------------------------
+# 2. Keyword in context
+
+_EN_PASSWORD: Final = (
+    r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
+    r"security\s+code|cvv2?|cvc|otp|one[\s\-]time\s+(?:code|password|passcode)|"
+    r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
+    r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key"
+)
+_ZH_PASSWORD: Final = r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|暗号|PIN码"
+_EN_KEY: Final = (
+    r"api[\s_\-]?keys?|api[\s_\-]?secret|secret[\s_\-]?(?:access[\s_\-]?)?keys?|client[\s_\-]?secret|"
+    r"app[\s_\-]?secret|access[\s_\-]?keys?(?:[\s_\-]?id)?|private[\s_\-]?key|signing[\s_\-]?key|"
+    r"encryption[\s_\-]?key|master[\s_\-]?key|license[\s_\-]?key|webhook[\s_\-]?secret|secrets?"
+)
+_ZH_KEY: Final = r"密钥|秘钥|私钥|秘密|AccessKey(?:\s?Secret)?|AppSecret|SecretKey"
+_EN_TOKEN: Final = (
+    r"(?:access|auth|refresh|session|bearer|bot|api|personal\s+access|id|csrf)[\s_\-]?tokens?|tokens?"
+)
+_ZH_TOKEN: Final = r"令牌|token"
+
+_KEYWORD_RE: Final = re.compile(
+    r"(?P<zpw>"
+    + _ZH_PASSWORD
+    + r")|(?P<zkey>"
+    + _ZH_KEY
+    + r")|(?<![A-Za-z0-9])(?:(?P<pw>"
+    + _EN_PASSWORD
+    + r")|(?P<key>"
+    + _EN_KEY
+    + r")|(?P<tok>"
+    + _EN_TOKEN
+    + r"))(?![A-Za-z0-9])|(?P<ztok>"
+    + _ZH_TOKEN
+    + ")",
+    re.IGNORECASE,
+)
+FILLER_WORDS: Final[frozenset[str]] = frozenset(
+    {
+        "is",
+        "was",
+        "are",
+        "were",
+        "'s",
+        "now",
+        "currently",
+        "still",
+        "set",
+        "changed",
+        "reset",
+        "updated",
+        "to",
+        "became",
+        "becomes",
+        "will",
+        "be",
+        "should",
+        "reads",
+        "says",
+        "of",
+        "for",
+        "on",
+        "at",
+        "in",
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "the",
+        "this",
+        "that",
+        "new",
+        "old",
+        "current",
+        "temporary",
+        "temp",
+        "default",
+        "wifi",
+        "wi-fi",
+        "router",
+        "account",
+        "server",
+        "database",
+        "db",
+        "admin",
+        "root",
+        "phone",
+        "laptop",
+        "bank",
+        "card",
+        "email",
+        "mail",
+        "vpn",
+        "ssh",
+        "github",
+        "aws",
+        "door",
+        "safe",
+        "locker",
+        "app",
+        "prod",
+        "production",
+        "staging",
+        "it",
+        "here",
+        "below",
+        "follows",
+        "as",
+        "like",
+        "so",
+        "has",
+        "been",
+        "got",
+        "just",
+        "then",
+        "and",
+        "number",
+        "no",
+        "no.",
+        "#",
+        "code",
+        "login",
+        "home",
+        "office",
+        "work",
+        "guest",
+    }
+)
+"""Words that may stand between a credential word and its value ("password for the router is X")."""
+ZH_FILLERS: Final[tuple[str, ...]] = (
+    "改成了",
+    "改成",
+    "改为",
+    "设为",
+    "设置为",
+    "设置成",
+    "换成了",
+    "换成",
+    "变成了",
+    "变成",
+    "就是",
+    "都是",
+    "还是",
+    "依然是",
+    "现在是",
+    "目前是",
+    "一直是",
+    "写的是",
+    "是",
+    "为",
+    "為",
+    "叫",
+    "填",
+    "输入",
+    "都",
+    "也",
+    "我的",
+    "的",
+)
+"""Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X")."""
+_SEPARATORS: Final = frozenset(" \t\n:=：＝\"'`“”‘’「」(（-><")
+_MAX_FILLERS: Final[int] = 6
+_VALUE_RE: Final = re.compile(r"[\"'`“‘「]?([^\s\"'`“”‘’「」,，;；。、？()（）<>\[\]{}]{1,128})")
+_QUOTED_RE: Final = re.compile(r"[\"'`“‘「]([^\"'`“”‘’「」\n]{3,64})[\"'`”’」]")
+_TRAILING: Final = ".,;:?"
+"""Trailing characters stripped from a value (a sentence's end); ``!`` stays: over-redacting one
+character is harmless, leaving the last character of ``Winter2024!`` in clear is not."""
+_STOP_VALUES: Final[frozenset[str]] = frozenset(
+    {
+        "reset",
+        "click",
+        "here",
+        "required",
+        "incorrect",
+        "wrong",
+        "invalid",
+        "forgotten",
+        "forgot",
+        "changed",
+        "expired",
+        "none",
+        "null",
+        "n/a",
+        "hidden",
+        "protected",
+        "manager",
+        "managers",
+        "field",
+        "below",
+        "above",
+        "strong",
+        "weak",
+        "long",
+        "short",
+        "simple",
+        "easy",
+        "hard",
+        "secure",
+        "insecure",
+        "correct",
+        "same",
+        "different",
+        "new",
+        "old",
+        "too",
+        "very",
+        "not",
+        "still",
+        "also",
+        "and",
+        "or",
+        "but",
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "case-sensitive",
+        "sensitive",
+        "needed",
+        "policy",
+        "policies",
+        "rules",
+        "requirements",
+        "length",
+        "characters",
+        "chars",
+        "digits",
+        "expires",
+        "expiry",
+        "rotation",
+        "rotated",
+        "leaked",
+        "compromised",
+        "stolen",
+        "safe",
+        "unsafe",
+        "saved",
+        "stored",
+        "encrypted",
+        "hashed",
+        "salted",
+        "masked",
+        "redacted",
+        "set",
+        "sent",
+        "missing",
+        "empty",
+        "blank",
+        "default",
+        "temporary",
+        "generated",
+        "random",
+        "unique",
+        "valid",
+        "working",
+        "broken",
+        "locked",
+        "unlocked",
+        "shared",
+        "private",
+        "public",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "token",
+        "tokens",
+        "key",
+        "keys",
+        "code",
+        "codes",
+        "please",
+        "again",
+        "later",
+        "now",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "first",
+        "last",
+        "next",
+        "into",
+        "from",
+        "with",
+        "without",
+        "for",
+        "to",
+        "of",
+        "on",
+        "in",
+        "at",
+        "by",
+        "is",
+        "was",
+        "be",
+        "been",
+        "being",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "must",
+        "may",
+        "might",
+        "if",
+        "when",
+        "then",
+        "than",
+        "so",
+        "because",
+        "which",
+        "who",
+        "what",
+        "how",
+        "why",
+        "where",
+        "it",
+        "they",
+        "them",
+        "we",
+        "you",
+        "he",
+        "she",
+        "i",
+        "me",
+        "us",
+        "manually",
+        "automatically",
+        "regularly",
+        "often",
+        "every",
+        "each",
+        "all",
+        "any",
+        "some",
+        "no",
+        "yes",
+        "ok",
+        "okay",
+        "fine",
+        "good",
+        "bad",
+        "great",
+        "terrible",
+        "ready",
+        "done",
+        "confirmed",
+        "verified",
+        "unknown",
+        "unchanged",
+        "updated",
+        "renewed",
+        "revoked",
+        "disabled",
+        "enabled",
+        "authentication",
+        "login",
+        "logins",
+        "account",
+        "accounts",
+        "user",
+        "users",
+        "username",
+        "hint",
+        "hints",
+        "recovery",
+        "reuse",
+        "reused",
+        "manager's",
+        "vault",
+        "1password",
+        "bitwarden",
+        "lastpass",
+        "keychain",
+        "keepass",
+        "file",
+        "files",
+        "env",
+        "environment",
+        "variable",
+        "variables",
+        "config",
+        "configuration",
+        "settings",
+        "screen",
+        "prompt",
+        "dialog",
+        "box",
+        "page",
+        "link",
+        "email",
+        "sms",
+        "text",
+        "message",
+        "phone",
+        "app",
+        "authenticator",
+        "expire",
+        "expired.",
+        "protection",
+        "protect",
+        "management",
+        "hygiene",
+        "strength",
+        "based",
+        "less",
+        "free",
+        "only",
+        "etc",
+        "e.g.",
+        "i.e.",
+        "something",
+        "anything",
+        "nothing",
+        "somewhere",
+        "different.",
+        "sharing",
+        "share",
+        "write",
+        "writing",
+        "written",
+        "remember",
+        "remembered",
+        "memorize",
+        "memorized",
+        "type",
+        "typed",
+        "enter",
+        "entered",
+        "use",
+        "used",
+        "using",
+        "change",
+        "changing",
+        "update",
+        "updating",
+        "rotate",
+        "rotating",
+        "create",
+        "creating",
+        "created",
+        "forget",
+        "forgetting",
+        "keep",
+        "keeping",
+        "kept",
+        "store",
+        "storing",
+        "ask",
+        "asked",
+        "asking",
+        "request",
+        "requested",
+        "send",
+        "sending",
+        "give",
+        "gave",
+        "given",
+        "tell",
+        "told",
+        "telling",
+        "know",
+        "knew",
+        "known",
+        "guess",
+        "guessed",
+        "crack",
+        "cracked",
+        "brute-force",
+        "bruteforce",
+        "phishing",
+        "spray",
+        "spraying",
+        "dump",
+        "dumps",
+        "list",
+        "lists",
+        "generator",
+        "generators",
+        "length:",
+        "complexity",
+        "entropy",
+        "field.",
+        "prompt.",
+        "flow",
+        "flows",
+        "grant",
+        "grants",
+        "type.",
+        "scope",
+        "scopes",
+        "refresh",
+        "exchange",
+        "endpoint",
+        "header",
+        "headers",
+        "cookie",
+        "cookies",
+        "auth",
+        "oauth",
+        "bucket",
+        "budget",
+        "limit",
+        "limits",
+        "count",
+        "counts",
+        "usage",
+        "cost",
+        "costs",
+        "price",
+        "window",
+        "context",
+        "economy",
+        "economics",
+        "ring",
+        "rings",
+        "sale",
+        "sales",
+        "holders",
+        "holder",
+        "gated",
+        "gate",
+        "launch",
+        "airdrop",
+        "supply",
+        "minted",
+        "mint",
+        "standard",
+        "erc-20",
+        "erc20",
+        "erc-721",
+        "nft",
+        "nfts",
+        "crypto",
+        "coin",
+        "coins",
+        "wallet",
+        "wallets",
+        "sauce",
+        "ingredient",
+        "recipe",
+        "santa",
+        "garden",
+        "agent",
+        "service",
+        "services",
+        "life",
+        "happiness",
+        "success",
+        "weapon",
+        "society",
+        "meeting",
+        "mission",
+        "plan",
+        "identity",
+        "admirer",
+        "santa's",
+        # Chinese descriptive words after 密码/验证码 that are not the value
+        "错误",
+        "错了",
+        "不对",
+        "正确",
+        "忘了",
+        "忘记了",
+        "过期",
+        "过期了",
+        "太简单",
+        "太弱",
+        "很强",
+        "重置",
+        "修改",
+        "找回",
+        "保密",
+        "加密",
+        "泄露",
+        "泄露了",
+        "被盗",
+        "管理器",
+        "规则",
+        "长度",
+        "复杂度",
+        "发到",
+        "发送",
+        "收到",
+        "输入",
+        "验证",
+        "登录",
+        "多少",
+        "什么",
+        "是什么",
+        "已发送",
+        "已经",
+        "已",
+        "不能",
+        "不要",
+        "不会",
+        "没有",
+        "没",
+        "别",
+        "请",
+        "一下",
+        "保护",
+        "安全",
+    }
+)
+"""Words after a credential word that describe the credential instead of being it (FP stoplist;
+grown from the benign lines of the labelled set's dev split, never from its held-out split)."""
+
+_LOGIN_AS_RE: Final = re.compile(
+    r"(?:log(?:ging|ged)?\s*(?:in|on)(?:to\s+\S+)?|sign(?:ing|ed)?\s*in(?:to\s+\S+)?|login|"
+    r"authenticat(?:e|ing|ed)|connect(?:ing|ed)?|ssh(?:\s+in)?)\s+(?:as|with\s+(?:user(?:name)?|account|login))\s+"
+    r"[\"'`“‘]?[^\s\"'`“”‘’,，]{1,64}[\"'`”’]?[\s,，]+(?:with|using|and|pass(?:word)?|pw|pwd|/|:)"
+    r"(?:\s+(?:the\s+)?(?:password|passphrase|pw|pwd|pass|key|secret|credentials?))?(?:\s*(?:[:=]|is))?\s*"
+    r"[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
+    re.IGNORECASE,
+)
+_USER_PASS_RE: Final = re.compile(
+    r"(?:user(?:name)?|login|account|账号|帐号|用户名)\s*[:=：]\s*[\"'`“‘]?[^\s\"'`“”‘’,，;；/]{1,64}[\"'`”’]?"
+    r"\s*[,，;；/|]?\s*(?:and\s+)?(?:pass(?:word)?|pwd|pw|密码|口令)\s*[:=：]?\s*(?:是|为)?\s*"
+    r"[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
+    re.IGNORECASE,
+)
+"""``user alice / pass hunter2``; only used when a password word follows the user name."""
+_CRED_PAIR_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?:credentials?|creds|login|凭证|账密|账号密码)\s*(?:are|is|[:=：]|是|为)\s*"
+    r"[^\s:/,，]{1,64}\s*[:/]\s*([^\s\"'`“”‘’,，;；。、]{3,128})",
+    re.IGNORECASE,
+)
+"""``credentials: alice / hunter2``, ``creds are admin:P@ss1``: the second half is the secret."""
+
+# ---------------------------------------------------------------------------------------------
+# 3. Entropy with context
+
+CONTEXT_WINDOW: Final[int] = 48
+"""Characters after a credential word searched for a random-looking value (ours: one clause)."""
+MIN_ENTROPY_BITS: Final[float] = 3.5
+"""Shannon entropy per character a context value needs (ours; random base62 of 20+ chars has
+~4.2-4.5, English words ~2.5-3.3, so 3.5 separates them with margin on the dev split)."""
+MIN_RANDOM_LEN: Final[int] = 20
+"""Shortest run that entropy alone (with a context word) may call a secret."""
+
+_RANDOM_RUN_RE: Final = re.compile(r"(?<![A-Za-z0-9_+/=\-])[A-Za-z0-9_+/=\-.]{20,512}(?![A-Za-z0-9_+/=\-])")
+_HASH_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:sha-?\d*|md5|hash(?:es)?|digest|checksum|commit|revision|rev|git|etag|"
+    r"fingerprint|uuid|guid|request[\s_\-]?id|trace[\s_\-]?id|order|invoice|tracking|"
+    r"哈希|摘要|校验和|提交|版本号|订单号|请求号)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_UUID_RE: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
+_MASKED_RE: Final = re.compile(r"[xX*•·…]{3,}|\.{3,}|\*{2,}")
+_PLACEHOLDER_RE: Final = re.compile(
+    r"\[REDACTED(?::[a-z_]+)?\]|<[^<>]{1,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([a-z_]+\)s|"
+    r"\{\{?[a-z_ ]+\}\}?|"
+    r"(?:your|my|the)[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)(?:[_\-]?here)?|"
+    r"(?:xxx+|changeme|example|placeholder|dummy|redacted|hidden|none|null|undefined|todo|tbd|"
+    r"\*+|•+|…|\.\.\.)",
+    re.IGNORECASE,
+)
+_WORD_RE: Final = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits per character (0.0 for an empty string)."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def is_masked(value: str) -> bool:
+    """True for masked or placeholder values (``sk-XXXX...``, ``****1234``, ``<api-key>``, ``${TOKEN}``)."""
+    return bool(_MASKED_RE.search(value)) or _PLACEHOLDER_RE.fullmatch(value) is not None
+
+
+def _has_letter_and_digit(value: str) -> bool:
+    return any(c.isascii() and c.isalpha() for c in value) and any(c.isdigit() for c in value)
+
+
+def credential_like(value: str, *, kind: str) -> bool:  # noqa: PLR0911 (one return per rule)
+    """Whether ``value`` (the token after a credential word) can be the credential itself.
+
+    ``kind`` is ``pin`` (PIN / OTP / verification code / CVV: 3-10 digits), ``password`` (any
+    non-descriptive token: a digit, a symbol, mixed case or a non-dictionary shape) or ``key``
+    (8+ characters with letters and digits, or 16+ random-looking characters).
+    """
+    v = value.strip(_TRAILING)
+    if len(v) < 3 or is_masked(v) or v.lower() in _STOP_VALUES:
+        return False
+    if kind == "pin":
+        return (v.isdigit() and 3 <= len(v) <= 10) or (_has_letter_and_digit(v) and len(v) >= 4)
+    if kind == "key":
+        if len(v) >= 8 and _has_letter_and_digit(v):
+            return not _looks_like_id(v)
+        return len(v) >= 16 and entropy(v) >= MIN_ENTROPY_BITS and not _looks_like_id(v)
+    # password: anything that is not a plain lower-case dictionary-looking word, or one that ends the clause
+    if not v.isascii():
+        return any(c.isascii() and c.isalnum() for c in v) and len(v) >= 4
+    if any(not c.isalpha() for c in v) or (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
+        return True
+    return len(v) >= 4
+
+
+def _looks_like_id(value: str) -> bool:
+    """UUIDs, dotted versions and plain numbers are identifiers, not secrets."""
+    if _UUID_RE.fullmatch(value):
+        return True
+    return bool(re.fullmatch(r"v?\d+(?:\.\d+){1,5}", value))
+
+
+def _kw_kind(m: re.Match[str]) -> str:
+    if m.group("pw") or m.group("zpw"):
+        word = (m.group("pw") or m.group("zpw") or "").lower()
+        digitish = (
+            "pin",
+            "cvv",
+            "cvc",
+            "otp",
+            "code",
+            "验证码",
+            "校验码",
+            "动态码",
+            "安全码",
+            "支付码",
+            "取件码",
+            "门禁码",
+            "解锁码",
+        )
+        if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
+            return "pin"
+        return "password"
+    return "key"
+
+
+def _kw_type(m: re.Match[str]) -> SecretType:
+    if m.group("tok") or m.group("ztok"):
+        return "token"
+    if m.group("key") or m.group("zkey"):
+        return "api_key"
+    return "password"
+
+
+def _value_after(text: str, pos: int) -> tuple[int, str, str] | None:
+    """The first token after ``pos`` that is not a separator or filler: ``(start, token, gap)``
+    where ``gap`` is the text skipped (it tells whether a separator or "is" came first)."""
+    i, end, words = pos, min(len(text), pos + 96), 0
+    while i < end:
+        while i < end and text[i] in _SEPARATORS:
+            quoted = _QUOTED_RE.match(text, i)
+            if quoted is not None and " " in quoted.group(1):
+                return quoted.start(1), quoted.group(1), text[pos : quoted.start(1)]
+            i += 1
+        zh = next((f for f in ZH_FILLERS if text.startswith(f, i)), None)
+        if zh is not None:
+            i += len(zh)
+            continue
+        m = _VALUE_RE.match(text, i)
+        if m is None:
+            return None
+        token = m.group(1)
+        if token.lower().rstrip(".,:") in FILLER_WORDS and words < _MAX_FILLERS:
+            i, words = m.end(), words + 1
+            continue
+        if len(token) < 3:
+            return None
+        return m.start(1), token, text[pos : m.start(1)]
+    return None
+
+
+_PIN_WORD_RE: Final = re.compile(r"^pin(?:\s?(?:code|number))?$", re.IGNORECASE)
+_PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|push|lapel|bobby|map)\s*$", re.I)
+
+
+_CLAUSE_SEPARATOR_RE: Final = re.compile(r"[^.。!！?？\n:：=]{0,40}?[:：=]\s*")
+_PIN_VALUE_RE: Final = re.compile(r"[^.。!！?？\n]{0,40}?(?<![0-9A-Za-z])([0-9]{3,10})(?![0-9A-Za-z])")
+_GLUED_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:password|passwd|pwd|passcode|pin)([A-Z0-9!@#$%^&*][^\s\"'`“”‘’,，;；。、]{2,127})"
+)
+"""A value glued to the keyword: ``passwordTr0ub4dor&3``, ``PIN0917`` (the value must start with a
+capital, a digit or a symbol, so "passwords" and "pinned" are words)."""
+
+
+def _accept(
+    text: str, m: re.Match[str], start: int, raw: str, gap: str
+) -> tuple[SecretType, int, int] | None:
+    """The span of ``raw`` (found after keyword match ``m``) if it can be the credential."""
+    stripped = raw.rstrip(_TRAILING)
+    kind = _kw_kind(m)
+    is_cjk_word = bool(m.group("zpw") or m.group("zkey") or m.group("ztok"))
+    if is_cjk_word and not stripped.isascii():
+        # "密码是我生日" / "验证码已发送": a Chinese word after the keyword describes it
+        head = re.match(r"[A-Za-z0-9!@#$%^&*_\-+=.~]{3,}", stripped)
+        if head is None:
+            return None
+        stripped = head.group(0)
+    if not credential_like(stripped, kind=kind):
+        return None
+    # a lone lower-case English word counts only after a separator, quotes or "is" ("password strength")
+    if (
+        kind != "pin"
+        and stripped.isalpha()
+        and stripped.islower()
+        and not is_cjk_word
+        and not re.search(r"[:=：＝\"'`“‘]|\bis\b|\bwas\b|\bto\b", gap)
+    ):
+        return None
+    key_word = (m.group("key") or "").lower()
+    if key_word in ("secret", "secrets") and not (
+        (_has_letter_and_digit(stripped) and len(stripped) >= 8) or entropy(stripped) >= MIN_ENTROPY_BITS
+    ):
+        return None  # bare "secret": the value must look generated ("the secret is out" is prose)
+    if (m.group("tok") or m.group("ztok")) and not (
+        len(stripped) >= 8 and (_has_letter_and_digit(stripped) or entropy(stripped) >= MIN_ENTROPY_BITS)
+    ):
+        return None  # "tokens: 5", "token limit"
+    return _kw_type(m), start, start + len(stripped)
+
+
+def _keyword_spans(text: str) -> Iterator[_Span]:
+    for m in _KEYWORD_RE.finditer(text):
+        word = m.group(0)
+        # lower-case "pin" is usually the English word ("a pin", "pin the tab"); "PIN" / "pin code" count
+        if (
+            _PIN_WORD_RE.match(word)
+            and not word[:3].isupper()
+            and not re.search(r"pin\s?(?:code|number)", word, re.I)
+            and not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I)
+        ):
+            continue
+        if _PROSE_PIN_CONTEXT_RE.search(text[max(0, m.start() - 12) : m.start()]):
+            continue
+        found = None
+        value = _value_after(text, m.end())
+        if value is not None:
+            found = _accept(text, m, *value)
+        if found is None:  # "password for the guests: X" - an explicit separator later in the clause
+            sep = _CLAUSE_SEPARATOR_RE.match(text, m.end())
+            if sep is not None:
+                after = _VALUE_RE.match(text, sep.end())
+                if after is not None:
+                    found = _accept(text, m, after.start(1), after.group(1), ":")
+        if found is None and _kw_kind(m) == "pin":  # "the code they sent is 482913"
+            digits = _PIN_VALUE_RE.match(text, m.end())
+            if digits is not None:
+                found = _accept(text, m, digits.start(1), digits.group(1), ":")
+        if found is not None:
+            yield found
+    for g in _GLUED_RE.finditer(text):
+        glued = g.group(1).rstrip(_TRAILING)
+        if any(not c.isalpha() for c in glued) and not is_masked(glued):
+            yield "password", g.start(1), g.start(1) + len(glued)
+
+
+def _login_spans(text: str) -> Iterator[_Span]:
+    for pattern in (_LOGIN_AS_RE, _CRED_PAIR_RE):
+        for m in pattern.finditer(text):
+            value = m.group(1).rstrip(_TRAILING)
+            if credential_like(value, kind="password"):
+                yield "password", m.start(1), m.start(1) + len(value)
+    for m in _USER_PASS_RE.finditer(text):
+        between = text[m.start() : m.start(1)]
+        if not re.search(r"pass|pwd|pw|密码|口令|/", between, re.IGNORECASE):
+            continue
+        value = m.group(1).rstrip(_TRAILING)
+        if credential_like(value, kind="password"):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
+_CONTEXT_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:key|keys|secret|secrets|credential|credentials|auth|token|tokens|password|"
+    r"passphrase|bearer|signature|private|apikey|api_key|access_key|secret_key|client_secret)(?![A-Za-z])|"
+    r"密钥|秘钥|私钥|令牌|凭证|凭据|密码|口令",
+    re.IGNORECASE,
+)
+
+
+def _entropy_spans(text: str) -> Iterator[_Span]:
+    for kw in _CONTEXT_WORD_RE.finditer(text):
+        hi = min(len(text), kw.end() + CONTEXT_WINDOW)
+        for m in _RANDOM_RUN_RE.finditer(text, kw.end(), hi):
+            value = m.group().strip(".-=")
+            if len(value) < MIN_RANDOM_LEN or is_masked(value) or _looks_like_id(value):
+                continue
+            if "/" in value and value.count("/") >= 2 and not re.search(r"[A-Z]", value):
+                continue  # a path
+            if "." in value and not _has_letter_and_digit(value.replace(".", "")):
+                continue
+            if _HEX_RE.fullmatch(value) and _HASH_CONTEXT_RE.search(text[max(0, m.start() - 40) : m.start()]):
+                continue  # "commit 3f2a...", "sha256 9f86..."
+            if not _has_letter_and_digit(value) or entropy(value) < MIN_ENTROPY_BITS:
+                continue
+            yield "api_key", m.start(), m.start() + len(value)
+
+
+def _structured_spans(text: str) -> Iterator[_Span]:
+    for m in _PEM_RE.finditer(text):
+        yield "private_key", m.start(), m.end()
+    for kind, pattern, group in PROVIDER_PATTERNS:
+        for m in pattern.finditer(text):
+            value = m.group(group)
+            if is_masked(value) or not _has_letter_and_digit(value):
+                continue
+            yield kind, m.start(group), m.end(group)
+    for m in _BEARER_RE.finditer(text):
+        if _has_letter_and_digit(m.group(1)) and not is_masked(m.group(1)):
+            yield "token", m.start(1), m.end(1)
+    for m in _URL_CREDENTIALS_RE.finditer(text):
+        if not is_masked(m.group(1)) and _PLACEHOLDER_RE.fullmatch(m.group(1)) is None:
+            yield "password", m.start(1), m.end(1)
+
+
+def detect_secrets(text: str) -> Iterator[_Span]:
+    """Every secret candidate in ``text`` (already full-width folded): ``(type, start, end)``.
+
+    A more specific layer wins: a span overlapping one of an earlier layer (provider formats, then
+    keyword in context, then login phrases, then entropy) is dropped; overlaps within a layer are
+    left to :func:`hindsight.pii.resolve_overlaps` (the longest wins).
+    """
+    taken: list[tuple[int, int]] = []
+    for layer in (_structured_spans, _keyword_spans, _login_spans, _entropy_spans):
+        found = [s for s in layer(text) if not any(s[1] < e and b < s[2] for b, e in taken)]
+        taken.extend((s[1], s[2]) for s in found)
+        yield from found
+
+
+__all__ = ["CONTEXT_WINDOW", "PROVIDER_PATTERNS", "credential_like", "detect_secrets", "entropy", "is_masked"]

@@ -1,0 +1,165 @@
+"""Repetition and claim bursts: the guard's third poisoning layer (issue 10 item 2).
+
+- **Repetition within a message** (:func:`repeated_claims`): the same sentence (normalised: NFKC,
+  lower case, punctuation and spaces removed) of at least ``min_chars`` characters appearing at
+  least ``min_count`` times in one text. Flooding one message with a claim is how an attacker
+  makes it dominate retrieval; people do not repeat whole sentences three times ("Thank you! Thank
+  you!" is too short to count, a chorus is one sentence).
+- **The same claim from many events in a short event-time window, across agents of a tenant**
+  (:class:`ClaimBursts`): every sentence about the user (it names the user, customer or patient)
+  from a non-user source is a claim; its fingerprint is counted per tenant in Redis over event
+  time. When at least ``min_events`` events from at least ``min_origins`` different origins
+  (agent + tool) state it within ``window_s`` seconds, the event is quarantined with reason
+  ``burst:claim``. The verdict of each event is stored (``SET NX`` with the window as TTL), so a
+  redelivered event gets its first verdict and is never counted twice (idempotent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from redis.exceptions import RedisError
+
+from hindsight.errors import StoreUnavailableError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from schemas import InteractionEvent
+
+_SENTENCE_RE: Final = re.compile(r"[^.!?。！？;；\n]+")
+_STRIP_RE: Final = re.compile(r"[\W_]+", re.UNICODE)
+_ABOUT_USER_RE: Final = re.compile(
+    r"(?<![a-z])(?:user|user's|users|customer|customer's|patient|patient's|account holder|member)(?![a-z])|"
+    r"用户|客户|患者|会员|本人",
+    re.IGNORECASE,
+)
+
+
+def claim_key(sentence: str) -> str:
+    """Normalised form of a sentence: NFKC, lower case, only letters and digits (CJK included)."""
+    return _STRIP_RE.sub("", unicodedata.normalize("NFKC", sentence).lower())
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (split at . ! ? ; newlines and their full-width forms)."""
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+
+
+def repeated_claims(text: str, *, min_count: int, min_chars: int) -> list[str]:
+    """Normalised sentences of at least ``min_chars`` characters that occur ``min_count`` or more times."""
+    counts = Counter(k for s in sentences(text) if len(k := claim_key(s)) >= min_chars)
+    return [k for k, n in counts.items() if n >= min_count]
+
+
+def claims_about_user(text: str, *, min_chars: int) -> list[str]:
+    """Fingerprints (sha1 of the normalised sentence, 16 hex) of the sentences that name the user."""
+    out = []
+    for s in sentences(text):
+        key = claim_key(s)
+        if len(key) >= min_chars and _ABOUT_USER_RE.search(s):
+            out.append(hashlib.sha1(key.encode("utf-8")).hexdigest()[:16])
+    return list(dict.fromkeys(out))
+
+
+# KEYS[1] = verdict key of the event; ARGV = event_id, origin, ts, window_s, min_events,
+# min_origins, ttl_s, then one claim key per remaining argument. Returns 1 (burst) or 0.
+_SCRIPT: Final = """
+local known = redis.call('GET', KEYS[1])
+if known then return tonumber(known) end
+local event, origin, ts = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local window, min_events = tonumber(ARGV[4]), tonumber(ARGV[5])
+local min_origins, ttl = tonumber(ARGV[6]), tonumber(ARGV[7])
+local burst = 0
+for i = 8, #ARGV do
+  local key = ARGV[i]
+  redis.call('ZADD', key, ts, event .. '|' .. origin)
+  redis.call('EXPIRE', key, ttl)
+  local members = redis.call('ZRANGEBYSCORE', key, ts - window, ts + window)
+  local events, origins, n_events, n_origins = {}, {}, 0, 0
+  for _, m in ipairs(members) do
+    local sep = string.find(m, '|', 1, true)
+    local e, o = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+    if not events[e] then events[e] = true; n_events = n_events + 1 end
+    if not origins[o] then origins[o] = true; n_origins = n_origins + 1 end
+  end
+  if n_events >= min_events and n_origins >= min_origins then burst = 1 end
+end
+redis.call('SET', KEYS[1], burst, 'EX', ttl)
+return burst
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBurstSettings:
+    """Thresholds of :class:`ClaimBursts` (see :class:`services.guard.settings.GuardSettings`)."""
+
+    window_s: float
+    min_events: int
+    min_origins: int
+    min_chars: int
+
+
+class ClaimBursts:
+    """Counts claims about users per tenant over event time in Redis (see the module docstring).
+
+    Args:
+        redis: an async Redis client.
+        settings: thresholds.
+        prefix: key prefix (tests use a unique one).
+    """
+
+    def __init__(
+        self, redis: Redis, settings: ClaimBurstSettings, *, prefix: str = "hindsight:guard"
+    ) -> None:
+        self._redis = redis
+        self._cfg = settings
+        self._prefix = prefix
+        self._script = redis.register_script(_SCRIPT)
+
+    async def observe(self, events: Sequence[InteractionEvent]) -> set[str]:
+        """Record the claims of ``events`` (in order); the ids of those that complete a burst.
+
+        Only non-user sources count: the user repeating their own fact is not an attack.
+
+        Raises:
+            StoreUnavailableError: Redis failed (the batch is retried; verdicts are idempotent).
+        """
+        flagged: set[str] = set()
+        ttl = max(1, int(self._cfg.window_s * 2))
+        try:
+            for event in events:
+                if event.source == "user":
+                    continue
+                text = event.content if not event.tool_result else f"{event.content}\n{event.tool_result}"
+                fingerprints = claims_about_user(text, min_chars=self._cfg.min_chars)
+                if not fingerprints:
+                    continue
+                tenant = event.tenant_id
+                keys = [f"{self._prefix}:claim:{tenant}:{fp}" for fp in fingerprints]
+                verdict_key = f"{self._prefix}:verdict:{tenant}:{event.event_id}"
+                origin = f"{event.agent_id}/{event.tool_name or event.source}"
+                result = await self._script(
+                    keys=[verdict_key],
+                    args=[
+                        event.event_id,
+                        origin,
+                        event.occurred_at.timestamp(),
+                        self._cfg.window_s,
+                        self._cfg.min_events,
+                        self._cfg.min_origins,
+                        ttl,
+                        *keys,
+                    ],
+                )
+                if int(result) == 1:
+                    flagged.add(event.event_id)
+        except RedisError as exc:
+            raise StoreUnavailableError(f"guard claim counter (Redis) failed: {exc}") from exc
+        return flagged
