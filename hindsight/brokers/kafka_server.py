@@ -125,6 +125,20 @@ def default_class_archive(java: str, kafka_home: Path | None = None) -> Path:
     return home / "cds" / f"kafka-{digest}.jsa"
 
 
+def kafka_tool_argv(main_class: str, *, kafka_home: Path | None = None, java: str | None = None) -> list[str]:
+    """The command that runs one of Kafka's command-line tools, e.g.
+    ``org.apache.kafka.tools.ConsoleProducer``, from the jars ``infra/kafka/fetch.sh`` fetched
+    (``libs/`` and ``tools/``); append the tool's own arguments.
+
+    :raises ConfigurationError: java or the tools jar is missing.
+    """
+    home = kafka_home if kafka_home is not None else default_kafka_home()
+    tools = home / "tools" / f"kafka-tools-{KAFKA_VERSION}.jar"
+    if not tools.is_file():
+        raise ConfigurationError(f"Kafka tools jar not found ({tools}): {_FETCH_HINT}")
+    return [java or find_java(), "-Xmx128m", "-cp", f"{home / 'libs'}/*:{tools}", main_class]
+
+
 def _java_home_java() -> str | None:
     java_home = os.environ.get("JAVA_HOME")
     return str(Path(java_home) / "bin" / "java") if java_home else None
