@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -198,11 +199,38 @@ def demo(
 
 @app.command("mcp-stdio")
 def mcp_stdio() -> None:
-    """Serve the MCP tools over stdio (API key from HINDSIGHT_API_KEY; needs HINDSIGHT_KAFKA_BOOTSTRAP)."""
-    from services.gateway.app import run_stdio  # noqa: PLC0415
+    """Serve the MCP tools over stdio as the principal of HINDSIGHT_API_KEY.
 
+    With a Hindsight running (HINDSIGHT_GATEWAY_URL, or the `hindsight up` of HINDSIGHT_DATA_DIR)
+    every call is forwarded to its gateway; otherwise the tools run in this process (needs
+    HINDSIGHT_KAFKA_BOOTSTRAP; it then holds the data directory itself).
+    """
+    from hindsight.stores.dirlock import data_dir_lock  # noqa: PLC0415
+    from services.cli import discovery  # noqa: PLC0415
+    from services.gateway.mcp_proxy import API_KEY_ENV, GATEWAY_URL_ENV, run_stdio_proxy  # noqa: PLC0415
+
+    cfg = AllSettings()
+    configure_logging(cfg.runtime)  # logs go to stderr; stdout carries the protocol
+    running = discovery.find(cfg.runtime.data_dir)
+    url = os.environ.get(GATEWAY_URL_ENV) or (running.gateway_url if running is not None else "")
     try:
-        asyncio.run(run_stdio())
+        if url:
+            asyncio.run(run_stdio_proxy(url, os.environ.get(API_KEY_ENV)))
+        elif not cfg.kafka.bootstrap:
+            raise ConfigurationError(
+                f"no running Hindsight on data directory {cfg.runtime.data_dir}: start 'hindsight up "
+                f"--data-dir {cfg.runtime.data_dir}' (mcp-stdio then forwards to its gateway), or set "
+                f"{GATEWAY_URL_ENV}; to serve the tools in this process instead, set "
+                "HINDSIGHT_KAFKA_BOOTSTRAP and HINDSIGHT_GATEWAY_API_KEYS"
+            )
+        else:
+            from services.gateway.app import run_stdio  # noqa: PLC0415
+
+            # In this process: it holds the data directory's embedded stores itself (refused while
+            # another process does: then start that one's gateway, or point HINDSIGHT_GATEWAY_URL).
+            local = not (cfg.qdrant.url and cfg.clickhouse.dsn and cfg.redis.url)
+            with data_dir_lock(cfg.runtime.data_dir) if local else nullcontext():
+                asyncio.run(run_stdio())
     except HindsightError as exc:
         raise _fail(exc) from exc
 
@@ -374,5 +402,21 @@ def bench_guard(ctx: typer.Context) -> None:
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
     from bench.inference import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("broker", context_settings=_PASS_THROUGH)
+def bench_broker(ctx: typer.Context) -> None:
+    """Embedded broker candidates (Kafka, Tansu): start-up, throughput, latency, idle CPU (--help)."""
+    from bench.broker import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("idle", context_settings=_PASS_THROUGH)
+def bench_idle(ctx: typer.Context) -> None:
+    """CPU of an idle `hindsight up` (process tree, share of one core) over a window (--help)."""
+    from bench.idle import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
