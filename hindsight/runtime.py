@@ -106,7 +106,8 @@ def open_vector_store(settings: AllSettings) -> VectorStore:
         from hindsight.stores.vector_qdrant import QdrantVectorStore  # noqa: PLC0415
 
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
-        return QdrantVectorStore(QdrantClient(url=cfg.url, api_key=key), cfg.collection, dim)
+        client = QdrantClient(url=cfg.url, api_key=key, check_compatibility=cfg.check_compatibility)
+        return QdrantVectorStore(client, cfg.collection, dim)
     from hindsight.stores.vector_edge import EdgeVectorStore  # noqa: PLC0415
 
     path = (settings.runtime.data_dir / "qdrant").resolve()

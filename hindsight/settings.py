@@ -96,6 +96,11 @@ class VectorStoreSettings(BaseSettings):
     url: str = Field("", description="Qdrant server URL; empty = embedded engine (local).")
     api_key: SecretStr | None = Field(None, description="Qdrant API key (production).")
     collection: str = Field("memories", description="Collection name.")
+    check_compatibility: bool = Field(
+        True,
+        description="Let qdrant-client warn when the server's version is more than one minor apart "
+        "(false for a server older than the pinned client whose API the congruence tests cover).",
+    )
 
 
 class ClickHouseSettings(BaseSettings):
