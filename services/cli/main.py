@@ -342,12 +342,26 @@ def chaos(
     bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+    qdrant_server: Annotated[
+        bool,
+        typer.Option(help="Embed processes share a real Qdrant server, which is also killed and restarted."),
+    ] = False,
+    embeds: Annotated[
+        int | None, typer.Option(help="Embed processes (default 1; 2 with --qdrant-server).")
+    ] = None,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
     from bench.chaos import main_chaos  # noqa: PLC0415
 
     code = main_chaos(
-        events=events, kills=kills, seed=seed, bootstrap=bootstrap, workdir=workdir, timeout_s=timeout_s
+        events=events,
+        kills=kills,
+        seed=seed,
+        bootstrap=bootstrap,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        qdrant_server=qdrant_server,
+        embeds=embeds,
     )
     raise typer.Exit(code)
 
