@@ -12,8 +12,11 @@ Redis once and makes the vector store unavailable for a few seconds once (a file
 every group's lag is 0 it stops the processes (SIGTERM), opens the vector store and checks that
 every valid event is exactly one memory (its own point, or a near-duplicate merged into another
 one's ``merged_ids``) or one dead letter, every malformed record exactly one dead letter, and that
-the write-trigger saw each user's events in order (session ledger ordinals). It prints one JSON line
-and exits non-zero on any loss, duplicate or reordering.
+the write-trigger saw each user's events in order (session ledger ordinals). With ``--updates N``
+(default 6) the embed process also runs reconcile, N users revise a durable statement
+(:mod:`bench.chains`), their events are replayed once more after the run, and their version chains
+must equal those of a fault-free reference reconcile of the same turns. It prints one JSON line and
+exits non-zero on any loss, duplicate, reordering or chain difference.
 
 ``--qdrant-server`` runs the production topology of the vector store instead: a real Qdrant server
 (:class:`hindsight.stores.qdrant_server.QdrantServer`) whose one collection two embed processes
@@ -39,21 +42,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.chains import chain_snapshot, differences, reference_chains, revision_events
 from bench.common import print_line
 from bench.procs import Pipeline, ServiceProcess, stop_all
 from bench.verify import memories_of, read_candidates, read_dead_letters, verify
-from bench.workload import PublishProgress, make_workload, publish
-from hindsight.brokers import KafkaServer, committed_offsets, ensure_topics, wait_for_zero_lag
+from bench.workload import PublishProgress, Workload, make_workload, publish, publish_events
+from hindsight.brokers import KafkaServer, committed_offsets, ensure_topics, read_topic, wait_for_zero_lag
 from hindsight.brokers.kafka_server import free_port
 from hindsight.errors import HindsightError
+from hindsight.ids import turn_memory_id
 from hindsight.observability import configure_logging
+from hindsight.runtime import open_vector_store
 from hindsight.settings import AllSettings
 from hindsight.stores.qdrant_server import QdrantServer
 from hindsight.stores.redis_server import Backend, EmbeddedRedis
-from schemas import Topic
+from schemas import InteractionEvent, MemoryStoredEvent, Topic
 
 if TYPE_CHECKING:
-    pass
+    from hindsight.stores.vector import VectorRecord
 
 log = logging.getLogger("hindsight.chaos")
 
@@ -85,6 +91,8 @@ class ChaosConfig:
     collection of it, and the faults include SIGKILL and restart of the server."""
     embeds: int | None = None
     """Embed processes; default 1, or 2 with ``qdrant_server`` (the embedded store allows one)."""
+    updates: int = 6
+    """Revision users whose version chains are checked (0: reconcile does not run)."""
 
 
 @dataclass
@@ -193,6 +201,8 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
     malformed = cfg.malformed if cfg.malformed is not None else max(8, cfg.events // 100)
     users = cfg.users if cfg.users is not None else max(10, cfg.events // 50)
     work = make_workload(run, cfg.events, malformed, users, cfg.seed)
+    revisions = revision_events(run, work.tenant, cfg.updates, cfg.seed)
+    _interleave(work, revisions, random.Random(cfg.seed + 1))
     cfg.workdir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         bootstrap = cfg.bootstrap
@@ -215,6 +225,7 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
             {"HINDSIGHT_KAFKA_MAX_BATCH": "16"},
             qdrant_url=qdrant.url if qdrant is not None else "",
             qdrant_collection=f"chaos_{run}",
+            reconcile=cfg.updates > 0,
         )
         procs = [pipe.guard(i) for i in range(cfg.guards)]
         procs += [pipe.trigger(i) for i in range(cfg.triggers)]
@@ -236,11 +247,19 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
                 raise RuntimeError(f"{proc.name} exited on its own:\n{proc.log_tail()}")
         for _ in range(2):
             await wait_for_zero_lag(bootstrap, pipe.groups(), timeout_s=max(1.0, deadline - time.monotonic()))
+        if revisions:  # a replay: an agent re-sends, or the DLQ replays, what was already stored
+            await publish_events(bootstrap, revisions, idempotent=cfg.idempotent)
+            for _ in range(2):
+                await wait_for_zero_lag(
+                    bootstrap, pipe.groups(), timeout_s=max(1.0, deadline - time.monotonic())
+                )
         drained = [proc.terminate(30.0) for proc in procs]
         letters = await read_dead_letters(bootstrap)
         candidates = await read_candidates(bootstrap)
         points = await asyncio.to_thread(memories_of, pipe.settings(), work.tenant)
+        chains = await _check_chains(bootstrap, pipe, points, revisions, cfg.workdir / "reference")
     verdict = verify(work, points, letters, candidates)
+    verdict.examples += chains[1][: max(0, 10 - len(verdict.examples))]
     return {
         "published": len(work.order),
         "valid": len(work.events),
@@ -263,13 +282,59 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
         "processes": len(procs),
         "sigterm_max_s": round(max(s for _, s in drained), 2),
         "sigterm_nonzero_exits": sum(1 for code, _ in drained if code not in (0, None)),
+        "chain_users": cfg.updates,
+        "chain_memories": chains[0],
+        "superseded": sum(1 for p in points if p.payload.get("status") == "superseded"),
+        "chain_differences": len(chains[1]),
         "examples": verdict.examples,
     }
 
 
+def _interleave(work: Workload, extra: list[InteractionEvent], rng: random.Random) -> None:
+    """Add ``extra`` events to ``work`` at random points of its publish order, keeping their order."""
+    first = len(work.events)
+    work.events.extend(extra)
+    positions = sorted(rng.randrange(len(work.order) + 1) for _ in extra)
+    for n, position in enumerate(reversed(positions)):
+        work.order.insert(position, ("event", first + len(extra) - 1 - n))
+
+
+async def _check_chains(
+    bootstrap: str,
+    pipe: Pipeline,
+    points: list[VectorRecord],
+    revisions: list[InteractionEvent],
+    workdir: Path,
+) -> tuple[int, list[str]]:
+    """Compare the revision users' chains with a fault-free reference (:mod:`bench.chains`):
+    ``(memories compared, differences)``."""
+    if not revisions:
+        return 0, []
+    users = {e.user_id for e in revisions}
+    actual = chain_snapshot(points, users)
+    turn_ids = {turn_memory_id(e.tenant_id, e.event_id) for e in revisions}
+    order: list[str] = []
+    for rec in await read_topic(bootstrap, str(Topic.STORED)):
+        stored = MemoryStoredEvent.model_validate_json(rec.value or b"{}")
+        if stored.memory.id in turn_ids and stored.memory.id not in order:
+            order.append(stored.memory.id)
+    turns = await asyncio.to_thread(_with_vectors, pipe.settings(), order)
+    expected = await reference_chains(turns, order, pipe.settings(), workdir)
+    return len(set(actual) | set(expected)), differences(actual, expected)
+
+
+def _with_vectors(settings: AllSettings, ids: list[str]) -> list[VectorRecord]:
+    store = open_vector_store(settings)
+    try:
+        return store.retrieve(ids, with_vectors=True)
+    finally:
+        store.close()
+
+
 def report_ok(report: Mapping[str, Any]) -> bool:
-    """True when the report shows no loss, duplicate, corruption or reordering."""
-    return not any(report.get(k) for k in ("lost", "duplicated", "corrupted", "out_of_order"))
+    """True when the report shows no loss, duplicate, corruption, reordering or chain difference."""
+    keys = ("lost", "duplicated", "corrupted", "out_of_order", "chain_differences")
+    return not any(report.get(k) for k in keys)
 
 
 def main_chaos(
@@ -282,6 +347,7 @@ def main_chaos(
     timeout_s: float,
     qdrant_server: bool = False,
     embeds: int | None = None,
+    updates: int = 6,
 ) -> int:
     """``hindsight chaos``: run, print the JSON line (problem examples to stderr), return the exit
     code: 0 clean, 1 loss/duplicate/corruption/reordering, 2 the run itself failed."""
@@ -298,6 +364,7 @@ def main_chaos(
         timeout_s=timeout_s,
         qdrant_server=qdrant_server,
         embeds=embeds,
+        updates=updates,
     )
     try:
         report = asyncio.run(run_chaos(cfg))

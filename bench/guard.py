@@ -10,26 +10,35 @@ its source, and through the keyword rules alone as the baseline, then prints JSO
   (findings that overlap no labelled span / all findings; and the share of lines without labelled
   spans that got any), secrets leaked (labelled secret values still present in any output field of
   the event, quarantine copies included), quarantine rate per attack kind and overall, benign false
-  quarantine, and microseconds per event (median of 5 passes over the set, this machine, one core).
+  quarantine, and microseconds per event (median of 5 passes over the set, this machine, one core;
+  wall time and process CPU time) with the CPU cost of each layer alone.
 
-The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor tuned a rule.
-Bursts across events and the consistency check need Redis and the vector store: they are covered by
-``tests/integration/test_guard_stores.py``, not here.
+The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor tuned a rule; the
+``fresh`` split (``bench/data/guard_fresh.txt``, a second author, frozen before the guard first ran
+on it, then used to find failure families) and the ``blind`` split (``bench/data/guard_blind.txt``,
+written after the second round of changes, frozen before any run) are reported on their own. With
+``--e2e N`` (default 40) a stratified sample of the held-out splits also goes through the gateway
+on the embedded default (:mod:`bench.guard_e2e`: what was
+stored, what was quarantined, secrets found in any store), where bursts and the consistency check
+run too; those layers are otherwise covered by ``tests/integration/test_guard_stores.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from hindsight.pii import redact
 from schemas import GuardedEvent, InteractionEvent, QuarantineRecord
+from services.guard.claims import repeated_claims
 from services.guard.classifier import InstructionClassifier
 from services.guard.dataset import ATTACK_KINDS, Example, load
 from services.guard.policy import GuardPolicy
@@ -37,12 +46,30 @@ from services.guard.settings import GuardSettings
 from services.guard.stage import GuardStage
 
 SET_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_set.txt"
+FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
+"""The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
+BLIND_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind.txt"
+"""The third set, written after the second round of changes and frozen before any run on it."""
 SECRET_TYPES: Final[frozenset[str]] = frozenset({"api_key", "token", "private_key", "password"})
 T0: Final = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def event_of(example: Example, i: int) -> InteractionEvent:
-    """The interaction event carrying one labelled line (tenant ``bench``, its own user)."""
+    """The interaction event carrying one labelled line (tenant ``bench``, its own user); a line
+    with a tool name travels as that tool's ``tool_result``, as agents report tool calls."""
+    if example.tool_name:
+        return InteractionEvent(
+            event_id=f"bench-{i}",
+            tenant_id="bench",
+            user_id=f"u{i}",
+            agent_id="bench-agent",
+            session_id="s",
+            occurred_at=T0,
+            source=example.source,
+            content=f"called {example.tool_name}",
+            tool_name=example.tool_name,
+            tool_result=example.text,
+        )
     return InteractionEvent(
         event_id=f"bench-{i}",
         tenant_id="bench",
@@ -112,24 +139,80 @@ def measure(stage: GuardStage, examples: Sequence[Example], name: str, split: st
     }
 
 
-def cost_us(stage: GuardStage, examples: Sequence[Example], passes: int = 5) -> float:
-    """Median over ``passes`` of the mean microseconds per event of ``stage.guard``."""
+def cost_us(stage: GuardStage, examples: Sequence[Example], passes: int = 5) -> dict[str, float]:
+    """Microseconds per event of ``stage.guard``: the median over ``passes`` of the wall-clock mean
+    (``us_per_event``) and of the process CPU-time mean (``cpu_us_per_event``: on a shared, loaded
+    machine the CPU time a pass used is steadier than the wall time it took)."""
     events = [event_of(ex, i) for i, ex in enumerate(examples)]
-    runs = []
+    wall, cpu = [], []
     for _ in range(passes):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for event in events:
             stage.guard(event)
-        runs.append((time.perf_counter() - started) / len(events) * 1e6)
-    return round(statistics.median(runs), 1)
+        wall.append((time.perf_counter() - started) / len(events) * 1e6)
+        cpu.append((time.process_time() - cpu_started) / len(events) * 1e6)
+    return {
+        "us_per_event": round(statistics.median(wall), 1),
+        "cpu_us_per_event": round(statistics.median(cpu), 1),
+    }
+
+
+def layer_cost_us(
+    classifier: InstructionClassifier, policy: GuardPolicy, examples: Sequence[Example], passes: int = 3
+) -> dict[str, float]:
+    """CPU microseconds per text of each layer alone (median of ``passes``): redaction (PII and
+    secrets), the instruction classifier (its features include the keyword rules), repetition, and
+    the calibration loop ``sum(range(1000))`` (~6 µs on an idle modern core: divide by it to compare
+    machines)."""
+    texts = [ex.text for ex in examples]
+    layers: dict[str, Callable[[str], object]] = {
+        "redaction": lambda t: redact(t, policy.actions),
+        "classifier": lambda t: classifier.score(t, "tool"),
+        "repetition": lambda t: repeated_claims(
+            t, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars
+        ),
+        "calibration": lambda _t: sum(range(1000)),
+    }
+    out = {}
+    for name, fn in layers.items():
+        runs = []
+        for _ in range(passes):
+            started = time.process_time()
+            for text in texts:
+                fn(text)
+            runs.append((time.process_time() - started) / len(texts) * 1e6)
+        out[name] = round(statistics.median(runs), 1)
+    return out
 
 
 def main(argv: Sequence[str] = ()) -> int:
     """Print the benchmark's JSON lines; exit code 0."""
     parser = argparse.ArgumentParser(prog="hindsight bench guard", description=__doc__.split("\n")[0])
     parser.add_argument("--set", type=Path, default=SET_PATH, help="labelled set (KIND|SOURCE|TEXT lines)")
+    parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
+    parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
+    parser.add_argument(
+        "--e2e",
+        type=int,
+        default=40,
+        metavar="N",
+        help="also send N held-out lines through the gateway on the embedded default (0: skip)",
+    )
+    parser.add_argument(
+        "--e2e-data-dir",
+        type=Path,
+        default=None,
+        help="keep the gateway sample's stores here (e.g. to run `hindsight audit --data-dir` on them)",
+    )
+    parser.add_argument(
+        "--detect-secrets",
+        action="store_true",
+        help="also compare Yelp detect-secrets on prose and code (uv run --with detect-secrets==1.5.0 ...)",
+    )
     args = parser.parse_args(list(argv))
     examples = load(args.set)
+    fresh = load(args.fresh) if args.fresh.exists() else []
+    blind = load(args.blind) if args.blind.exists() else []
     cfg = GuardSettings()
     policy = GuardPolicy(
         instruction_threshold=cfg.instruction_threshold,
@@ -141,14 +224,38 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout"):
-            chosen = [e for e in examples if split in ("all", e.split)]
+        for split in ("all", "dev", "heldout", "fresh", "blind"):
+            extra = {"fresh": fresh, "blind": blind}
+            chosen = extra[split] if split in extra else [e for e in examples if split in ("all", e.split)]
+            if not chosen:
+                continue
             line = measure(stage, chosen, name, split)
-            if split == "all":
-                line["us_per_event"] = cost_us(stage, chosen)
+            if split in ("all", "fresh"):
+                line.update(cost_us(stage, chosen))
                 if name == "guard":
                     line["classifier"] = {"version": classifier.version, "load_ms": load_ms}
+                    line["cpu_us_by_layer"] = layer_cost_us(classifier, policy, chosen)
             print(json.dumps(line, ensure_ascii=False), flush=True)
+    if args.detect_secrets:
+        from bench import guard_detect_secrets  # noqa: PLC0415 (optional package)
+
+        for split, chosen in (("all", examples), ("fresh", fresh), ("blind", blind)):
+            for line in guard_detect_secrets.measure(chosen, split):
+                print(json.dumps(line, ensure_ascii=False), flush=True)
+    if args.e2e > 0:
+        from bench import guard_e2e  # noqa: PLC0415 (starts the embedded stack)
+
+        held_out = [e for e in examples if e.split == "heldout"] + fresh + blind
+        chosen = guard_e2e.sample(held_out, args.e2e)
+        stage = systems["guard"]
+        line = asyncio.run(
+            guard_e2e.run(
+                chosen,
+                lambda ex, i: isinstance(stage.guard(event_of(ex, i)), QuarantineRecord),
+                keep=args.e2e_data_dir,
+            )
+        )
+        print(json.dumps(line, ensure_ascii=False), flush=True)
     return 0
 
 

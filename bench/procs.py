@@ -262,6 +262,8 @@ class Pipeline:
     extra_env: dict[str, str] = field(default_factory=dict)
     qdrant_url: str = ""
     qdrant_collection: str = "memories"
+    reconcile: bool = False
+    """The embed process also runs reconcile (group ``<prefix>-ingest-reconcile``, same store)."""
 
     @property
     def outage_flag(self) -> Path:
@@ -275,7 +277,10 @@ class Pipeline:
 
     def groups(self) -> dict[str, list[str]]:
         """Full consumer group id -> topics, for lag checks."""
-        return {f"{self.prefix}-{name}": topics for name, topics in STAGE_TOPICS.items()}
+        groups = {f"{self.prefix}-{name}": topics for name, topics in STAGE_TOPICS.items()}
+        if self.reconcile:
+            groups[f"{self.prefix}-ingest-reconcile"] = [str(Topic.STORED)]
+        return groups
 
     def group(self, name: str) -> str:
         """Full consumer group id of stage group ``name`` (e.g. ``ingest-trigger``)."""
@@ -318,15 +323,17 @@ class Pipeline:
 
     def embed(self, i: int = 0, **extra: str) -> ServiceProcess:
         """Embed process ``i`` (group ``<prefix>-ingest-embed``; its vector store behind
-        :class:`OutageVectorStore`). Only ``i=0`` without ``qdrant_url``: the embedded vector store
-        allows one process; with a Qdrant server any number share the collection."""
+        :class:`OutageVectorStore`); with :attr:`reconcile` it runs reconcile too. Only ``i=0``
+        without ``qdrant_url``: the embedded vector store allows one process; with a Qdrant server
+        any number share the collection."""
         if i and not self.qdrant_url:
             raise ConfigurationError("a second embed process needs a Qdrant server (qdrant_url)")
         name = "embed" if i == 0 else f"embed-{i}"
+        stages = '["embed", "reconcile"]' if self.reconcile else '["embed"]'
         env = self._env(
             name,
             self.embed_data_dir if i == 0 else self.workdir / name,
-            {"HINDSIGHT_INGEST_STAGES": '["embed"]', OUTAGE_FLAG_ENV: str(self.outage_flag), **extra},
+            {"HINDSIGHT_INGEST_STAGES": stages, OUTAGE_FLAG_ENV: str(self.outage_flag), **extra},
         )
         return ServiceProcess(
             name, f"{__name__}:create_ingest_app", env, self.workdir / "logs" / f"{name}.log"

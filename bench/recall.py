@@ -66,6 +66,10 @@ class HindsightRun:
     events: int = 0
     stored_memories: int = 0
     ingest_seconds: float = 0.0
+    reconcile_lag: int | None = None
+    """Stored memories reconcile had not reached when the questions were asked (None: it is off)."""
+    reconcile_seconds: float | None = None
+    """Seconds reconcile needed to catch up after ingest (only with ``wait_reconcile``)."""
 
 
 def _memory_tokens(memory: dict[str, Any]) -> tuple[int, bool]:
@@ -144,8 +148,15 @@ async def _pipeline(
     data_dir: Path,
     timeout_s: float,
     progress: bool,
+    wait_reconcile: bool = False,
 ) -> HindsightRun:
-    from services.cli.demo import count_memories, publish, wait_with_progress  # noqa: PLC0415
+    from services.cli.demo import (  # noqa: PLC0415
+        count_memories,
+        publish,
+        reconcile_lag,
+        wait_for_reconcile,
+        wait_with_progress,
+    )
 
     events = [e for c in convs for e in c.events]
     questions = [q for c in convs for q in c.questions]
@@ -157,6 +168,9 @@ async def _pipeline(
         await publish(stack.bootstrap, events)
         await wait_with_progress(stack, interactions, timeout_s)
         run.ingest_seconds = time.perf_counter() - started
+        if wait_reconcile:
+            run.reconcile_seconds = await wait_for_reconcile(stack, timeout_s)
+        run.reconcile_lag = await reconcile_lag(stack)
         run.stored_memories = await asyncio.to_thread(
             count_memories, stack, locomo.TENANT, [c.sample_id for c in convs]
         )
@@ -221,6 +235,7 @@ def run_recall_bench(
     timeout_s: float = 1800.0,
     cache_dir: Path | None = None,
     progress: bool = True,
+    wait_reconcile: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the benchmark; returns one dict per system: ``dense``, ``bm25``, ``hybrid``, ``hindsight``.
 
@@ -232,6 +247,7 @@ def run_recall_bench(
         data_dir: where the embedded stores keep their files (a temp dir removed at the end when None).
         timeout_s: most seconds to wait for the pipeline to catch up.
         cache_dir: passage embedding cache of the baselines (default ``.cache/bench``).
+        wait_reconcile: ask only once reconcile (behind ingest) has caught up too.
 
     Raises:
         locomo.DatasetError: the file is missing/malformed or an id is not in it.
@@ -241,7 +257,15 @@ def run_recall_bench(
     load_before = loadavg()
     with scratch_dir("hindsight-bench-recall-", data_dir) as workdir:
         run = asyncio.run(
-            _pipeline(convs, k=k, rerank=rerank, data_dir=workdir, timeout_s=timeout_s, progress=progress)
+            _pipeline(
+                convs,
+                k=k,
+                rerank=rerank,
+                data_dir=workdir,
+                timeout_s=timeout_s,
+                progress=progress,
+                wait_reconcile=wait_reconcile,
+            )
         )
     base = baseline_scores(convs, k=k, cache_dir=cache_dir, progress=progress)
     lines = [system_line(system, base[system]) for system in SYSTEMS]
@@ -258,6 +282,8 @@ def run_recall_bench(
             "events": run.events,
             "memories": run.stored_memories,
             "ingest_seconds": round(run.ingest_seconds, 1),
+            "reconcile_lag": run.reconcile_lag,
+            "reconcile_seconds": None if run.reconcile_seconds is None else round(run.reconcile_seconds, 1),
             "mean_memories_returned": round(run.memories_returned / max(1, len(run.scores)), 2),
             "broad_memories_returned": run.broad_returned,
             "tokens_source": (
@@ -299,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache-dir", type=Path, default=None, help="Embedding cache (default .cache/bench)."
     )
     parser.add_argument("--quiet", action="store_true", help="No progress bars.")
+    parser.add_argument(
+        "--wait-reconcile",
+        action="store_true",
+        help="Ask only once reconcile (behind ingest) has caught up; reports its catch-up seconds.",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
@@ -313,6 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout_s=args.timeout_s,
             cache_dir=args.cache_dir,
             progress=not args.quiet,
+            wait_reconcile=args.wait_reconcile,
         )
     except (locomo.DatasetError, TimeoutError) as exc:
         print(f"error: {exc}", file=sys.stderr)

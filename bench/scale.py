@@ -25,10 +25,10 @@ Two measurements, each printed as JSON lines:
 
 Run: ``.venv/bin/python -m bench.scale --sizes 10000,100000``.
 
-The two functions a changing recall API touches are :func:`bench.data.make_record` (what a loaded
+The two functions a changing recall API touches are :func:`bench.synth.make_record` (what a loaded
 point holds: dense vector, payload, and a sparse BM25 vector when the store supports it) and
 :func:`call_recall` (the one call into the recall pipeline). The generator lives in
-:mod:`bench.data`, the ingest probe in :mod:`bench.stack`.
+:mod:`bench.synth`, the ingest probe in :mod:`bench.stack`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.common import DEFAULT_DATA, latency_summary, loadavg, print_line, rounded, scratch_dir
-from bench.data import (
+from bench.stack import IngestProbe, embedded
+from bench.synth import (
     REFERENCE_TIME,
     Pool,
     UserInfo,
@@ -60,7 +61,6 @@ from bench.data import (
     sparse_encoder,
     user_filter,
 )
-from bench.stack import IngestProbe, embedded
 from hindsight.eval import locomo
 from hindsight.eval.baselines import CACHE_DIR
 

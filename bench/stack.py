@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.common import latency_summary, loadavg
-from bench.data import UserInfo
+from bench.synth import UserInfo
 from hindsight.settings import AllSettings
 
 if TYPE_CHECKING:
     from services.cli.embedded import Stack
+    from services.ingest.settings import IngestSettings
 
 
 @contextlib.asynccontextmanager
@@ -28,11 +29,13 @@ async def embedded(
     api_keys: Mapping[str, str],
     *,
     settings: AllSettings | None = None,
+    ingest: IngestSettings | None = None,
     **gateway: Any,
 ) -> AsyncIterator[Stack]:
     """The embedded default (:func:`services.cli.embedded.embedded_stack`) with its stores under
     ``data_dir`` and the gateway on a free loopback port accepting ``api_keys`` (key -> tenant);
-    ``gateway`` sets other :class:`GatewaySettings` fields. Stops everything at exit.
+    ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. the stages: reconcile on or off); ``gateway``
+    sets other :class:`GatewaySettings` fields. Stops everything at exit.
 
     Raises:
         ConfigurationError: a store or the broker cannot be started.
@@ -43,7 +46,7 @@ async def embedded(
     cfg = settings or AllSettings()
     cfg.runtime.data_dir = data_dir
     gw = GatewaySettings(port=0, api_keys=dict(api_keys), **gateway)
-    async with embedded_stack(cfg, gw) as stack:
+    async with embedded_stack(cfg, gw, ingest=ingest) as stack:
         yield stack
 
 
@@ -146,6 +149,38 @@ class IngestProbe:
             key=partition_key(ev.tenant_id, ev.user_id),
         )
         return mid, future
+
+    async def publish_until(self, rate: float, stop: asyncio.Event) -> list[str]:
+        """Publish at ``rate`` events/s (acknowledgements awaited in the background) until ``stop``
+        is set; returns the memory ids published, in order."""
+        ids: list[str] = []
+        futures: list[Any] = []
+        t0 = time.perf_counter()
+        while not stop.is_set():
+            delay = t0 + len(ids) / rate - time.perf_counter()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                continue
+            mid, future = await self.send_next()
+            ids.append(mid)
+            futures.append(future)
+        await asyncio.gather(*futures)
+        return ids
+
+    def searchable(self, ids: Sequence[str]) -> dict[str, Any]:
+        """Ingest-to-searchable latency of ``ids`` (publish -> ``memory.stored.v1``): p50/p95/p99/max
+        in ms and how many arrived."""
+        lat = [(self.stored[m] - self.published[m]) * 1000 for m in ids if m in self.stored]
+        summary = latency_summary(lat)
+        return {
+            "events": len(ids),
+            "stored": len(lat),
+            "searchable_p50_ms": summary["p50_ms"],
+            "searchable_p95_ms": summary["p95_ms"],
+            "searchable_p99_ms": summary["p99_ms"],
+            "searchable_max_ms": max(lat) if lat else None,
+        }
 
     async def wait_stored(self, ids: Sequence[str], timeout_s: float) -> float:
         """Wait until every id arrived on ``memory.stored.v1``, or every stage has consumed everything

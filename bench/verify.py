@@ -85,11 +85,11 @@ def verify(
     letters: Sequence[DeadLetter],
     candidates: Sequence[MemoryCandidate],
 ) -> Verdict:
-    """Check that every valid event is exactly one memory (own point or merged id) or one dead
+    """Check that every valid event is exactly one turn memory (own point or merged id) or one dead
     letter, every malformed record exactly one dead letter, stored contents match their checksums,
     and the write-trigger emitted each user's candidates in turn order (first occurrences;
     ``candidates`` in topic order per partition)."""
-    verdict = Verdict(memories=len(points))
+    verdict = Verdict(memories=sum(1 for p in points if p.payload.get("kind", "turn") == "turn"))
     reps = _count_memories(work, points, verdict)
     bad_counts = _count_dead_letters(work, letters, verdict, reps)
     for i in range(len(work.events)):
@@ -109,8 +109,12 @@ def verify(
 
 
 def _count_memories(work: Workload, points: Sequence[VectorRecord], verdict: Verdict) -> Counter[int]:
-    """Representations of each event among the points (own id, or a merged id); checks checksums."""
+    """Representations of each event among the points (own id, or a merged id); checks checksums.
+
+    A duplicate reconcile merged keeps its own point (status ``merged``) and is listed in the kept
+    memory's ``merged_ids`` too: it counts once. Facts reconcile extracted are not turn memories."""
     index = {turn_memory_id(work.tenant, ev.event_id): i for i, ev in enumerate(work.events)}
+    own = {point.id for point in points}
     reps: Counter[int] = Counter()
     for point in points:
         payload = point.payload
@@ -123,7 +127,7 @@ def _count_memories(work: Workload, points: Sequence[VectorRecord], verdict: Ver
                 verdict.note(f"event {i}: stored content does not match its checksum")
         for merged in payload.get("merged_ids", []):
             j = index.get(str(merged))
-            if j is not None:
+            if j is not None and str(merged) not in own:
                 reps[j] += 1
                 verdict.merged += 1
     return reps

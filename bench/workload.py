@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -166,5 +167,17 @@ async def publish(
         await asyncio.gather(*pending)
         if progress is not None:
             progress.acked = len(work.order)
+    finally:
+        await producer.stop()
+
+
+async def publish_events(bootstrap: str, events: Sequence[InteractionEvent], *, idempotent: bool) -> None:
+    """Publish ``events`` in order to ``memory.interactions.v1`` (``acks=all``), all at once."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=idempotent)
+    await producer.start()
+    try:
+        for ev in events:
+            key = partition_key(ev.tenant_id, ev.user_id)
+            await producer.send_and_wait(str(Topic.INTERACTIONS), ev.model_dump_json().encode(), key=key)
     finally:
         await producer.stop()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from hindsight.inference.judge import Judge, JudgePair, Statement, Verdict
@@ -154,6 +155,12 @@ def _protection(record: ScoredRecord, settings: ConsistencySettings) -> str | No
     return None
 
 
+def _created_at(payload: dict[str, object], default: datetime) -> datetime:
+    """When the stored memory's fact happened (its ``created_ts``), for the judge's sense of order."""
+    ts = payload.get("created_ts")
+    return datetime.fromtimestamp(float(ts), UTC) if isinstance(ts, int | float) else default
+
+
 class ConsistencyCheck:
     """Holds back low-trust candidates that overturn protected memories (see the module docstring).
 
@@ -196,7 +203,7 @@ class ConsistencyCheck:
             JudgePair(
                 older=Statement(
                     str(hit.payload.get("content", "")),
-                    candidate.occurred_at,
+                    _created_at(hit.payload, candidate.occurred_at),
                     str(hit.payload.get("source", "user")),
                     hit.payload.get("speaker"),
                 ),

@@ -43,6 +43,13 @@ class ModelUnavailableError(RetryableError):
     """An inference backend (local model, Triton, OpenAI-compatible endpoint) failed transiently."""
 
 
+class NotReadyError(RetryableError):
+    """An expected wait, not a failure: the event depends on work still in flight (a session close
+    that overtook its own turns). The runtime retries and pauses it like a transient failure, but
+    logs it at INFO: a user watching the logs must not read a normal wait as an error.
+    """
+
+
 class BackpressureError(RetryableError):
     """A downstream is saturated: pause the partition for ``retry_after`` seconds, then resume.
 

@@ -31,6 +31,16 @@ def fact_memory_id(tenant_id: str, user_id: str, pattern: str) -> str:
     return stable_id("fact", tenant_id, user_id, pattern)
 
 
+def extracted_fact_id(tenant_id: str, turn_memory_id: str, index: int) -> str:
+    """Memory id of the ``index``-th fact (0-based, extractor order) extracted from a turn memory."""
+    return stable_id("extracted-fact", tenant_id, turn_memory_id, str(index))
+
+
+def lesson_memory_id(tenant_id: str, user_id: str, session_id: str, index: int) -> str:
+    """Memory id of the ``index``-th lesson (0-based) reflection drew from a closed session."""
+    return stable_id("lesson", tenant_id, user_id, session_id, str(index))
+
+
 def access_id(query_id: str, memory_id: str) -> str:
     """Id of the access event for ``memory_id`` returned by recall ``query_id``."""
     return stable_id("access", query_id, memory_id)

@@ -222,10 +222,31 @@ E164_MAX_DIGITS: Final[int] = 15
 """ITU-T E.164: at most 15 digits including the country code."""
 
 
+_PHONE_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
+    r"reach|dial|landline|fax)(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼",
+    re.IGNORECASE,
+)
+_NATIONAL_PHONE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{1,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9])"
+)
+PHONE_WORD_WINDOW: Final[int] = 40
+"""Characters after a phone word searched for a national-format number (ours: one clause)."""
+NATIONAL_MIN_DIGITS: Final[int] = 9
+NATIONAL_MAX_DIGITS: Final[int] = 12
+"""National numbers with a trunk prefix 0 have 9-12 digits (UK 07700 900123, DE 030 901820, FR 06 12
+34 56 78; ITU-T E.164 national significant numbers plus the trunk 0)."""
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
             yield "phone", m.start(), m.end()
+    for word in _PHONE_WORD_RE.finditer(text):  # a national format only next to a phone word
+        hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
+        for m in _NATIONAL_PHONE_RE.finditer(text, word.end(), hi):
+            if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS:
+                yield "phone", m.start(), m.end()
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
             yield "phone", m.start(), m.end()
@@ -303,9 +324,27 @@ def luhn_valid(digits: str) -> bool:
     return bool(digits) and total % 10 == 0
 
 
+def issuer_ok(digits: str) -> bool:
+    """Whether the leading digits and the length fit a payment-card issuer range (ISO/IEC 7812
+    major industry identifiers 2-6 as the networks allocate them): 2-series only Mastercard
+    2221-2720 and Mir 2200-2204 (16 digits); 3-series only Amex 34/37 (15), JCB 35 (16-19) and
+    Diners 30/36/38/39 (14-19); 4, 5 and 6 any length 13-19."""
+    n = len(digits)
+    if digits[0] == "2":
+        return n == 16 and (2221 <= int(digits[:4]) <= 2720 or 2200 <= int(digits[:4]) <= 2204)
+    if digits[0] == "3":
+        two = digits[:2]
+        if two in ("34", "37"):
+            return n == 15
+        if two == "35":
+            return 16 <= n <= 19
+        return two in ("30", "36", "38", "39") and 14 <= n <= 19
+    return True
+
+
 def _card_ok(candidate: str) -> bool:
     digits = _digits(candidate)
-    return CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS and luhn_valid(digits)
+    return CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS and issuer_ok(digits) and luhn_valid(digits)
 
 
 def _detect_bank_card(text: str) -> Iterator[_Span]:
@@ -347,7 +386,9 @@ def _detect_iban(text: str) -> Iterator[_Span]:
 # ---------------------------------------------------------------------------------------------
 # passport
 
-_PASSPORT_KEYWORD_RE: Final = re.compile(r"passport|护照|pasaporte|passeport|reisepass", re.IGNORECASE)
+_PASSPORT_KEYWORD_RE: Final = re.compile(
+    r"passport|护照|護照|旅券|여권|pasaporte|passeport|reisepass|passaporto|паспорт", re.IGNORECASE
+)
 _PASSPORT_NUMBER_RE: Final = re.compile(
     r"(?<![0-9A-Za-z])(?:[A-Z][0-9]{8}|[A-Z]{2}[0-9]{7}|[0-9]{9})(?![0-9A-Za-z])"
 )
@@ -384,7 +425,7 @@ def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
 _VERSION_CONTEXT_RE: Final = re.compile(
     r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|"
     r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node)"
-    r"[\s:=\"']*|版本号?[是为:：\s从]*|(?:升级|更新|降级)(?:到|至)了?)$",
+    r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|版本号?[是为:：\s从]*|(?:升级|更新|降级)(?:到|至)了?)$",
     re.IGNORECASE,
 )
 """Words right before a dotted quad that make it a version ("version 1.2.3.4", "升级到2.10.4.1");
@@ -445,32 +486,58 @@ DETECTORS: Final[tuple[_Detector, ...]] = (
 """Every detector, run in this order; overlaps are resolved afterwards, so order does not matter."""
 
 
+_EFFECTIVE_CACHE: dict[tuple[tuple[str, str], ...], Mapping[PiiType, Action]] = {}
+
+
 def _effective_actions(actions: Mapping[PiiType, Action] | None) -> Mapping[PiiType, Action]:
     if not actions:
         return DEFAULT_ACTIONS
+    key = tuple(sorted(actions.items()))
+    cached = _EFFECTIVE_CACHE.get(key)
+    if cached is not None:
+        return cached
     unknown_types = set(actions) - set(PII_TYPES)
     if unknown_types:
         raise ValueError(f"unknown PII types {sorted(unknown_types)}; known: {list(PII_TYPES)}")
     bad = {t: a for t, a in actions.items() if a not in ACTIONS}
     if bad:
         raise ValueError(f"unknown actions {bad}; known: {list(ACTIONS)}")
-    return {**DEFAULT_ACTIONS, **actions}
+    effective = MappingProxyType({**DEFAULT_ACTIONS, **actions})
+    if len(_EFFECTIVE_CACHE) < 64:  # a process has a handful of policies; never grow without bound
+        _EFFECTIVE_CACHE[key] = effective
+    return effective
 
 
-def candidates(text: str) -> list[Finding]:
-    """Every detector's raw findings over ``text``, overlaps not yet resolved (for debugging)."""
-    folded = _fold(text)
-    return [Finding(kind, s, e, text[s:e]) for detect_fn in DETECTORS for kind, s, e in detect_fn(folded)]
+MIN_DIGITS: Final[int] = 7
+"""Fewest digits any numeric type has (a passport number: one letter + 7-8 digits or 9 digits; a
+phone: 7+; cards, ids and IBANs more): a text with fewer skips those detectors."""
 
 
-def resolve_overlaps(
-    findings: list[Finding], actions: Mapping[PiiType, Action] | None = None
-) -> tuple[Finding, ...]:
-    """Keep non-overlapping findings: blocking types first, then the longest, then :data:`TYPE_PRIORITY`.
+def candidates(text: str, *, prefilter: bool = True) -> list[Finding]:
+    """Every detector's raw findings over ``text``, overlaps not yet resolved.
 
-    Returned in text order. ``actions`` (merged over :data:`DEFAULT_ACTIONS`) decides which types block.
+    With ``prefilter`` (the default) a detector is skipped when the text lacks what every one of its
+    matches contains (:data:`MIN_DIGITS` digits for numbers, ``@`` for e-mail, four digits and a dot
+    or a colon for addresses, a provider's literal prefix for its tokens, a credential word for the
+    keyword layers); ``prefilter=False`` runs everything and is the reference the pre-filter is
+    tested against.
     """
-    effective = _effective_actions(actions)
+    folded = _fold(text)
+    spans: list[_Span] = list(detect_secrets(folded, prefilter=prefilter))
+    digits = sum(map(folded.count, "0123456789")) if prefilter else MIN_DIGITS
+    if digits >= MIN_DIGITS:
+        for numeric in (_detect_cn_id, _detect_bank_card, _detect_iban, _detect_phone, _detect_passport):
+            spans.extend(numeric(folded))
+    if not prefilter or "@" in folded:
+        spans.extend(_detect_email(folded))
+    if not prefilter or (digits >= 4 and "." in folded) or ":" in folded:
+        spans.extend(_detect_ip(folded))
+    return [Finding(kind, s, e, text[s:e]) for kind, s, e in spans]
+
+
+def _resolve(findings: list[Finding], effective: Mapping[PiiType, Action]) -> tuple[Finding, ...]:
+    if len(findings) < 2:
+        return tuple(findings)
     ordered = sorted(
         findings,
         key=lambda f: (effective[f.type] != "block", f.start - f.end, _RANK[f.type], f.start),
@@ -486,9 +553,19 @@ def resolve_overlaps(
     return tuple(kept)
 
 
+def resolve_overlaps(
+    findings: list[Finding], actions: Mapping[PiiType, Action] | None = None
+) -> tuple[Finding, ...]:
+    """Keep non-overlapping findings: blocking types first, then the longest, then :data:`TYPE_PRIORITY`.
+
+    Returned in text order. ``actions`` (merged over :data:`DEFAULT_ACTIONS`) decides which types block.
+    """
+    return _resolve(findings, _effective_actions(actions))
+
+
 def detect(text: str, actions: Mapping[PiiType, Action] | None = None) -> tuple[Finding, ...]:
     """Findings in ``text``, overlaps resolved (see :func:`resolve_overlaps`), in text order."""
-    return resolve_overlaps(candidates(text), actions)
+    return _resolve(candidates(text), _effective_actions(actions))
 
 
 def mask(value: str) -> str:
@@ -504,7 +581,9 @@ def redact(text: str, actions: Mapping[PiiType, Action] | None = None) -> Redact
     again finds nothing new.
     """
     effective = _effective_actions(actions)
-    findings = detect(text, effective)
+    findings = _resolve(candidates(text), effective)
+    if not findings:
+        return RedactionResult(text=text, findings=(), blocked=False, block_reasons=())
     parts: list[str] = []
     reasons: list[PiiType] = []
     pos = 0

@@ -23,7 +23,27 @@ if TYPE_CHECKING:
     from hindsight.stores.working_memory import WorkingItem
 
 _DERIVED = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
-_BOOKKEEPING = ("merged_ids", "merged_event_ids", "merged_refs", "expired_ts", "eviction_score")
+RECONCILE_STATE = "reconcile_state"
+"""Payload field: ``pending`` (stored, not reconciled yet), ``planned`` (its decision is written in
+``reconcile_plan`` and being applied) or ``done``; absent on memories stored before reconcile existed
+(treated as done)."""
+PENDING, PLANNED, DONE = "pending", "planned", "done"
+RECONCILE_PLAN = "reconcile_plan"
+"""Payload field: ``{memory_id: {field: value}}``, the changes a reconcile decision makes (write-ahead)."""
+RECONCILE_DECISIONS = "reconcile_decisions"
+"""Payload field: the judge's verdicts for this memory (``with``, ``relation``, ``confidence``,
+``backend``, ``reason``), kept for audit."""
+_BOOKKEEPING = (
+    "merged_ids",
+    "merged_event_ids",
+    "merged_refs",
+    "expired_ts",
+    "eviction_score",
+    RECONCILE_STATE,
+    RECONCILE_PLAN,
+    RECONCILE_DECISIONS,
+    "facts_extracted",
+)
 
 
 def to_payload(memory: Memory, *, merged_ids: list[str] | None = None) -> dict[str, Any]:

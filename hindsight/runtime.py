@@ -27,8 +27,10 @@ from hindsight.settings import AllSettings, KafkaSettings
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
+    from pydantic_settings import BaseSettings
     from redis.asyncio import Redis
 
+    from hindsight.analytics.store import AnalyticsStore
     from hindsight.inference.chat import ChatModel
     from hindsight.inference.embedder import Embedder
     from hindsight.inference.judge import FactExtractor, Judge
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from hindsight.stores.accesslog import AccessLogStore
     from hindsight.stores.quarantine import QuarantineStore
     from hindsight.stores.vector import VectorStore
+    from hindsight.tuning.settings_file import Applied
 
 log = logging.getLogger("hindsight.runtime")
 
@@ -135,17 +138,44 @@ class Resources:
         set it before anything asks for :meth:`vector_store`."""
         self.runners: dict[str, BatchRunner] = {}
         """Consumer group suffix -> the runner of the stage subscribed in it."""
+        self.bootstrap: str | None = settings.kafka.bootstrap or None
+        """Kafka bootstrap the process talks to (the embedded runner sets its broker's)."""
+        self.stage_topics: dict[str, tuple[str, ...]] | None = None
+        """Consumer group suffix -> topics of the stages this deployment runs (the console's lag
+        view); ``None``: :data:`hindsight.topology.STAGE_TOPICS`."""
+        self.tuned: dict[str, Applied] = {}
+        """Service -> the tuned settings it applied at start-up (reported by the gateway's /healthz)."""
+
+    def apply_tuned(self, service: str, settings: BaseSettings) -> Applied:
+        """Apply the tuned-settings file to ``settings`` of ``service`` (explicit settings win) and
+        record it (:func:`hindsight.tuning.settings_file.apply`).
+
+        Raises:
+            ConfigurationError: the tuned-settings file exists but is invalid.
+        """
+        from hindsight.tuning.settings_file import TuningSettings, apply  # noqa: PLC0415
+
+        applied = apply(service, settings, TuningSettings(), self.settings.runtime.data_dir)
+        self.tuned[service] = applied
+        return applied
 
     def publisher(self) -> EventPublisher:
         """A fresh publisher for one batch or request."""
         return EventPublisher(self.broker)
 
     def subscribe(
-        self, stage: Stage[Any], topics: Sequence[str], group: str, *, max_records: int | None = None
+        self,
+        stage: Stage[Any],
+        topics: Sequence[str],
+        group: str,
+        *,
+        max_records: int | None = None,
+        min_interval_s: float = 0.0,
     ) -> BatchRunner:
         """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env; a stage
-        whose records are heavy may cap ``max_records``); returns its
-        :class:`~hindsight.consumer.BatchRunner`."""
+        whose records are heavy may cap ``max_records``; a sink with a fixed cost per write may
+        gather batches for ``min_interval_s``, see :func:`~hindsight.consumer.subscribe`); returns
+        its :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
         group_id = kafka.group(group)
         runner = subscribe(
@@ -160,6 +190,7 @@ class Resources:
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
             consumer_timeout_ms=kafka.consumer_timeout_ms,
+            min_interval_s=min_interval_s,
         )
         self.runners[group] = runner
         return runner
@@ -170,11 +201,14 @@ class Resources:
         return path
 
     def embedder(self) -> Embedder:
-        """The embedder (loads the model on first use)."""
+        """The embedder (loads the model on first use), its query embeddings behind an LRU cache of
+        ``HINDSIGHT_EMBEDDER_QUERY_CACHE_SIZE`` entries (one process, one model, one cache)."""
         if "embedder" not in self._cache:
-            from hindsight.inference.embedder import build_embedder  # noqa: PLC0415
+            from hindsight.inference.embedder import CachedQueryEmbedder, build_embedder  # noqa: PLC0415
 
-            self._cache["embedder"] = build_embedder(self.settings.embedder)
+            embedder = build_embedder(self.settings.embedder)
+            size = self.settings.embedder.query_cache_size
+            self._cache["embedder"] = CachedQueryEmbedder(embedder, size) if size > 0 else embedder
         return self._cache["embedder"]  # type: ignore[no-any-return]
 
     def lexical(self) -> LexicalEncoder:
@@ -237,19 +271,55 @@ class Resources:
         return self._cache["vectors"]  # type: ignore[no-any-return]
 
     def clickhouse(self) -> Client:
-        """The process's one ClickHouse client: server by DSN, or embedded chdb under
-        ``data_dir/clickhouse`` (chDB allows one data directory per process: share this client)."""
+        """The process's one ClickHouse client (server by DSN, or embedded chdb under
+        ``data_dir/clickhouse``: chDB allows one data directory per process), with the analytics schema
+        migrated (:mod:`hindsight.analytics.schema`: versioned, applied at start-up).
+
+        Raises:
+            StoreUnavailableError: ClickHouse cannot be opened or refused a migration (an embedded
+                directory held by another process says so).
+            ConfigurationError: the database is at a newer schema version than this release.
+        """
         if "clickhouse" not in self._cache:
             import clickhouse_connect  # noqa: PLC0415
+            from clickhouse_connect.driver.exceptions import ClickHouseError  # noqa: PLC0415
 
-            dsn = self.settings.clickhouse.dsn or f"chdb://{self._data_dir('clickhouse')}"
-            if dsn.startswith("chdb:"):
-                client = clickhouse_connect.get_client(dsn=dsn, chdb_options=CHDB_OPTIONS)
-            else:
-                client = clickhouse_connect.get_client(dsn=dsn)
+            from hindsight.analytics.schema import SchemaNames, TtlDays, current_database  # noqa: PLC0415
+            from hindsight.analytics.store import AnalyticsStore  # noqa: PLC0415
+            from hindsight.errors import StoreUnavailableError  # noqa: PLC0415
+
+            ch = self.settings.clickhouse
+            dsn = ch.dsn or f"chdb://{self._data_dir('clickhouse')}"
+            try:
+                if dsn.startswith("chdb:"):
+                    client = clickhouse_connect.get_client(dsn=dsn, chdb_options=CHDB_OPTIONS)
+                else:
+                    client = clickhouse_connect.get_client(dsn=dsn)
+            except ClickHouseError as exc:
+                hint = (
+                    "check HINDSIGHT_CLICKHOUSE_DSN"
+                    if ch.dsn
+                    else "is another process using it? pass --data-dir"
+                )
+                raise StoreUnavailableError(f"cannot open ClickHouse at {dsn} ({hint}): {exc}") from exc
             self._stack.callback(client.close)
+            ttl = TtlDays(
+                access=ch.access_ttl_days,
+                recall=ch.recall_ttl_days,
+                feedback=ch.feedback_ttl_days,
+                inventory=ch.inventory_ttl_days,
+            )
+            names = SchemaNames(ch.database or current_database(client), ch.table, ttl)
+            store = AnalyticsStore(client, names)
+            store.migrate()
+            self._cache["analytics"] = store
             self._cache["clickhouse"] = client
         return self._cache["clickhouse"]  # type: ignore[no-any-return]
+
+    def analytics(self) -> AnalyticsStore:
+        """Recall log, feedback and inventory tables over :meth:`clickhouse`."""
+        self.clickhouse()
+        return self._cache["analytics"]  # type: ignore[no-any-return]
 
     def quarantine(self) -> QuarantineStore:
         """The quarantine store (ClickHouse table ``HINDSIGHT_CLICKHOUSE_QUARANTINE_TABLE``)."""
@@ -262,13 +332,13 @@ class Resources:
         return self._cache["quarantine"]  # type: ignore[no-any-return]
 
     def access_log(self) -> AccessLogStore:
-        """ClickHouse access log: server by DSN, or embedded chdb under ``data_dir/clickhouse``."""
+        """ClickHouse access log (created by migration 1 of the analytics schema)."""
         if "accesslog" not in self._cache:
             from hindsight.stores.accesslog import AccessLogStore  # noqa: PLC0415
 
-            store = AccessLogStore(self.clickhouse(), self.settings.clickhouse.table)
-            store.ensure_schema()
-            self._cache["accesslog"] = store
+            names = self.analytics().names
+            table = names.access_log if "." in names.access_log else f"{names.database}.{names.access_log}"
+            self._cache["accesslog"] = AccessLogStore(self.clickhouse(), table)
         return self._cache["accesslog"]  # type: ignore[no-any-return]
 
     async def redis(self) -> Redis:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 
 def working_memory_score(importance: float, age_turns: int, lam: float = 0.1) -> float:
     """Importance-weighted recency score of a working-memory item.
@@ -88,6 +91,31 @@ def eviction_score(
     )
 
 
+def eviction_scores(
+    importance: npt.ArrayLike,
+    days_since_last_access: npt.ArrayLike,
+    access_count: npt.ArrayLike,
+    max_access_count: npt.ArrayLike,
+    *,
+    decay_per_day: npt.ArrayLike = RECENCY_DECAY_PER_DAY,
+    weights: tuple[float, float, float] = EVICTION_WEIGHTS,
+) -> npt.NDArray[np.float64]:
+    """:func:`eviction_score` of many memories at once (the tuner replays thousands): the same formula
+    element-wise over broadcastable arrays (``decay_per_day`` may differ per memory, e.g. by type).
+
+    Returns:
+        ``(n,)`` float64 scores in ``[0, 1]``; equal to :func:`eviction_score` element by element.
+    """
+    w_imp, w_rec, w_freq = weights
+    days = np.maximum(0.0, np.asarray(days_since_last_access, dtype=np.float64))
+    rec = np.exp(-np.asarray(decay_per_day, dtype=np.float64) * days)
+    count = np.asarray(access_count, dtype=np.float64)
+    most = np.asarray(max_access_count, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        freq = np.where(most > 0, np.minimum(1.0, np.log(count + 1.0) / np.log(most + 1.0)), 0.0)
+    return w_imp * np.asarray(importance, dtype=np.float64) + w_rec * rec + w_freq * freq
+
+
 # --- recall time weight (DESIGN.md section 4) ---------------------------------------------------
 
 STEP_TIME_WEIGHTS = ((7.0, 1.0), (30.0, 0.8))
@@ -144,3 +172,11 @@ def abstraction_confidence(
     """
     value = base + step * max(0, support - k) - penalty * contradictions
     return max(0.0, min(ceiling, value))
+
+
+def reinforced_confidence(confidence: float, *, rate: float = 0.3, ceiling: float = 0.95) -> float:
+    """Confidence of a fact or lesson stated again (the same information merged into it): closes
+    ``rate`` of the gap to ``ceiling`` per repetition (0.6 -> 0.705 -> 0.78 -> ...), so repeated
+    support raises it with diminishing steps and never reaches certainty. Ours, not from DESIGN.md
+    (which says only that support raises confidence)."""
+    return round(min(ceiling, confidence + rate * max(0.0, ceiling - confidence)), 4)

@@ -115,7 +115,20 @@ class ClickHouseSettings(BaseSettings):
 
     dsn: str = Field("", description="clickhouse-connect DSN; empty = embedded chdb (local).")
     table: str = Field("access_log", description="Access log table.")
+    database: str = Field(
+        "", description="Database of the analytics tables (recall log, feedback, ...); empty = the DSN's."
+    )
+    access_ttl_days: int = Field(365, ge=1, description="Days the access log keeps a row (table TTL).")
+    recall_ttl_days: int = Field(90, ge=1, description="Days recall_log / recall_candidates keep a row.")
+    feedback_ttl_days: int = Field(180, ge=1, description="Days recall_feedback keeps a label.")
+    inventory_ttl_days: int = Field(730, ge=1, description="Days memory_inventory keeps a memory's row.")
     quarantine_table: str = Field("quarantine", description="Quarantine review table (guard).")
+    access_log_interval_s: float = Field(
+        1.0,
+        ge=0.0,
+        description="Least seconds between two access-log inserts: events gather into bigger batches "
+        "(an insert costs ~10-20 ms of CPU whatever its size); 0 inserts each fetched batch at once.",
+    )
 
 
 class RedisSettings(BaseSettings):
@@ -170,6 +183,16 @@ class EmbedderSettings(_TritonClientFields):
     threads: int = Field(2, ge=1, description="CPU threads for the local backend.")
     batch_size: int = Field(32, ge=1, description="Texts per embedding call.")
     triton_model: str = Field("embedder", description="Model name in the Triton repository.")
+    query_cache_size: int = Field(
+        1024, ge=0, description="Query embeddings kept in an LRU cache for repeated queries (0: none)."
+    )
+    passage_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Local backend: niceness of the passage (ingest) engine's threads, so a recall's "
+        "query embedding gets the cores first while ingest embeds (0: equal priority).",
+    )
 
 
 class RerankerSettings(_TritonClientFields):
@@ -258,8 +281,13 @@ class JudgeSettings(BaseSettings):
     n_ctx: int = Field(4096, ge=512, description="Context tokens over both prefix-cache slots (local).")
     timeout_s: float = Field(120.0, gt=0, description="Bound on one model call (s).")
     max_attempts: int = Field(2, ge=1, le=5, description="Requests per item when the reply is invalid.")
-    pairs_per_prompt: int = Field(4, ge=1, le=16, description="Pairs per request (llm backend only).")
-    update_threshold: float = Field(0.6, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    pairs_per_prompt: int = Field(
+        1, ge=1, le=16, description="Pairs per request (llm backend only; measure before raising it)."
+    )
+    update_threshold: float = Field(0.65, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    cue_update_threshold: float = Field(
+        0.4, ge=0.0, le=1.0, description="Least P(update) to supersede when the newer text has a change word."
+    )
     min_confidence: float = Field(0.4, ge=0.0, le=1.0, description="Below this the verdict is 'unsure'.")
     fallback_confidence: float = Field(
         0.7, ge=0.0, le=1.0, description="Confidence of an answer given without log-probabilities."

@@ -92,12 +92,18 @@ _NOT_ENTITIES = frozenset(
 )
 
 
+_REDACTION = re.compile(r"\[REDACTED(?::[A-Za-z_]+)?\]")
+"""The guard's redaction marker (``[REDACTED:email]``, :mod:`hindsight.pii`): never an entity."""
+
+
 def entities(text: str, *, limit: int = 12) -> tuple[str, ...]:
     """Proper-noun entities in ``text``: capitalised words not at a sentence start, merged into runs.
 
     ``"I met Jon Snow in New York"`` gives ``("Jon Snow", "New York")``. Case-preserving, deduplicated,
-    in order of first appearance, at most ``limit``. CJK text yields nothing yet.
+    in order of first appearance, at most ``limit``. Redaction markers (``[REDACTED:phone]``) are
+    blanked first, so neither the marker nor a run across it is an entity. CJK text yields nothing yet.
     """
+    text = _REDACTION.sub(lambda m: "," + " " * (len(m.group(0)) - 1), text)
     found: list[str] = []
     run: list[str] = []
     last_end = -1
@@ -123,15 +129,25 @@ def _close_run(run: list[str], found: list[str]) -> None:
             found.append(name)
 
 
+_THIRD_PERSON = r"(?:note:\s*)?(?:the\s+)?(?:user|customer|client)(?:'s)?"
+"""How agents write notes about the person they serve: "The user prefers ...", "Customer is ..."."""
+_FAMILY_ZH = (
+    r"(?:女儿|儿子|孩子|妈妈|爸爸|母亲|父亲|父母|太太|老婆|妻子|丈夫|老公|先生|哥哥|姐姐|弟弟|妹妹|"
+    r"爷爷|奶奶|外公|外婆|男朋友|女朋友|未婚夫|未婚妻|家人|同事|老板)"
+)
+
 _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "preference",
         re.compile(
             r"\b(i|we)\s+(really\s+|always\s+|never\s+)?"
             r"(love|like|prefer|enjoy|hate|dislike|adore|can't stand)\b"
-            r"|\bfavou?rite\b|\ballergic\b|喜欢|讨厌|偏好|过敏"
+            rf"|^\s*{_THIRD_PERSON}\s+(really\s+|always\s+|never\s+)?"
+            r"(loves?|likes?|prefers?|enjoys?|hates?|dislikes?|wants?|needs?)\b"
+            r"|\bfavou?rite\b|\ballergic\b|喜欢|讨厌|偏好|过敏|不要给我|别给我|以后.{0,12}都要|一律"
             r"|\b(please\s+)?(never|always|don't|do not)\s+"
-            r"(book|send|call|give|use|order|schedule|email|remind)\b",
+            r"(book|send|call|give|use|order|schedule|email|remind)\b"
+            r"|^\s*(please\s+)?(never|always|don't|do not)\s+\w+(\s+\w+)?\s+(me|my)\b",
             re.I,
         ),
     ),
@@ -139,7 +155,9 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "plan",
         re.compile(
             r"\b(i|we)('m| am| are|'re)?\s+(going to|gonna|planning|plan to|will|'ll)\b"
-            r"|\bnext (week|month|year)\b|\btomorrow\b|打算|计划|明天|下周",
+            r"|\b(i|we)('m| am| are|'re)\s+(flying|moving|travell?ing|driving|leaving|starting)\b"
+            r"|\bnext (week|month|year)\b|\btomorrow\b|打算|计划|准备|明天|明年|下周|下个?月|下星期"
+            r"|(周|星期|礼拜)[一二三四五六日天末].{0,6}要|要去",
             re.I,
         ),
     ),
@@ -147,9 +165,10 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "event",
         re.compile(
             r"\b(i|we)\s+(just\s+)?(went|visited|started|finished|joined|adopted|bought|moved|got|made|took|"
-            r"painted|ran|signed|lost|won|attended|met|became|decided|booked)\b"
-            r"|\byesterday\b|\blast (week|month|year)\b"
-            r"|昨天|上周|去了",
+            r"painted|ran|signed|lost|won|attended|met|became|decided|booked|cancell?ed|postponed|switched|"
+            r"quit|left)\b"
+            r"|\byesterday\b|\blast (week|month|year)\b|\b(cancell?ed|called off|postponed|moved to)\b"
+            r"|昨天|上周|去了|取消|推迟|延期|搬到|搬家|跳槽|改成|改为",
             re.I,
         ),
     ),
@@ -157,8 +176,12 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "fact",
         re.compile(
             r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+"
-            r"|\b(i|we)\s+(now\s+|currently\s+|still\s+|also\s+)?(work|live|study|teach|moved|switched)\b"
-            r"|我是|我的|我有|我在",
+            r"|\b(i|we)\s+(now\s+|currently\s+|still\s+|also\s+|no longer\s+)?"
+            r"(work|live|study|teach|moved|switched|eat|drink)\b"
+            rf"|^\s*{_THIRD_PERSON}\s+\w+"
+            r"|\bno longer\b|\banymore\b|\b(budget|rent|salary|address|birthday)\b"
+            rf"|我是|我的|我有|我在|我(?:的)?{_FAMILY_ZH}|用户|客户|预算|地址|生日|工资|房租|不再|住在"
+            r"|在.{1,8}(工作|上班|读书|上学)",
             re.I,
         ),
     ),

@@ -31,6 +31,10 @@ class Topic(StrEnum):
     """Reflect publishes :class:`~schemas.v1.ReflectionResult` (operations it applied)."""
     ACCESS = "memory.access.v1"
     """Gateway publishes one :class:`~schemas.v1.AccessEvent` per memory returned by recall."""
+    RECALLS = "memory.recalls.v1"
+    """Gateway publishes one :class:`~schemas.v1.RecallLogEvent` per recall (every candidate, scores)."""
+    FEEDBACK = "memory.feedback.v1"
+    """Gateway publishes :class:`~schemas.v1.RecallFeedbackEvent`: which recalled memories were used."""
     DLQ = "memory.dlq.v1"
     """Any stage publishes :class:`~schemas.v1.DeadLetter` for a message it can never process."""
 

@@ -17,8 +17,8 @@ SCHEMA_VERSION: Literal["1"] = "1"
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, strip_whitespace=True)]
 Source = Literal["user", "assistant", "tool", "system"]
 MemoryType = Literal["working", "episodic", "semantic"]
-MemoryKind = Literal["turn", "episode", "fact"]
-MemoryStatus = Literal["active", "superseded", "expired", "quarantined"]
+MemoryKind = Literal["turn", "episode", "fact", "lesson"]
+MemoryStatus = Literal["active", "superseded", "merged", "expired", "quarantined"]
 Scalar = str | int | float | bool
 
 
@@ -152,7 +152,7 @@ class MemoryCandidate(_Owned):
 
     memory_id: Identifier = Field(description="Deterministic id (UUIDv5 of the source event id).")
     type: MemoryType = Field("episodic", description="Memory layer it will be stored in.")
-    kind: MemoryKind = Field("turn", description="'turn' (one interaction), 'episode' or 'fact'.")
+    kind: MemoryKind = Field("turn", description="'turn' (one interaction), 'episode', 'fact' or 'lesson'.")
     content: str = Field(min_length=1, description="Redacted text to embed and store.")
     source: Source = Field(description="Who said it.")
     speaker: str | None = Field(None, description="Display name of the speaker, if any.")
@@ -178,7 +178,11 @@ class Memory(_Owned):
 
     id: Identifier = Field(description="Deterministic memory id (UUID string).")
     type: MemoryType = Field(description="working / episodic / semantic.")
-    kind: MemoryKind = Field("turn", description="'turn', 'episode' or 'fact'.")
+    kind: MemoryKind = Field(
+        "turn",
+        description="'turn' (one interaction, the evidence), 'fact' (a durable statement: entity, attribute, "
+        "value), 'lesson' (what to repeat or avoid, from an outcome and feedback) or 'episode' (a session).",
+    )
     content: str = Field(description="Redacted memory text.")
     source: Source = Field(description="Who said or produced it.")
     speaker: str | None = Field(None, description="Display name of the speaker, if any.")
@@ -194,20 +198,52 @@ class Memory(_Owned):
     valid_to: AwareDatetime | None = Field(None, description="End of validity; None = still valid.")
     last_accessed_at: AwareDatetime = Field(description="Last recall that returned it (initially stored_at).")
     access_count: int = Field(0, ge=0, description="How many recalls returned it.")
-    status: MemoryStatus = Field("active", description="active / superseded / expired / quarantined.")
+    status: MemoryStatus = Field(
+        "active",
+        description="active / superseded (a newer version replaced it) / merged (the same information as "
+        "'merged_into', which was kept) / expired / quarantined.",
+    )
     parent_id: str | None = Field(None, description="Previous version in the version chain, if any.")
     version: int = Field(1, ge=1, description="Position in the version chain (1 = first).")
+    superseded_by: str | None = Field(
+        None, description="Next (newer) version in the version chain; set when status is 'superseded'."
+    )
+    supersedes: tuple[str, ...] = Field(
+        (),
+        description="Every memory this version replaced (parent_id is the newest of them; more than one "
+        "when one statement revised several).",
+    )
+    merged_into: str | None = Field(None, description="The memory kept when this one was merged into it.")
+    related_ids: tuple[str, ...] = Field(
+        (), description="Memories this one refines or is refined by (both stay active)."
+    )
+    conflicts_with: tuple[str, ...] = Field(
+        (),
+        description="Active memories the judge could not reconcile with this one (recall reports the pair "
+        "as a conflict for the agent to decide).",
+    )
+    entity: str | None = Field(None, description="Facts: who or what the fact is about (e.g. 'user').")
+    attribute: str | None = Field(None, description="Facts: the attribute (e.g. 'employer', 'budget').")
+    value: str | None = Field(None, description="Facts: the value stated (e.g. 'Siemens', '8,000').")
+    derived_ids: tuple[str, ...] = Field(
+        (), description="Memories derived from this one (the facts extracted from a turn)."
+    )
     provenance: Provenance = Field(Provenance(), description="Where it came from.")
     embedding_model: str | None = Field(None, description="Name of the embedder that produced its vector.")
 
 
 class MemoryStoredEvent(_Event):
-    """A memory became searchable (``memory.stored.v1``), or a near-duplicate was merged into one."""
+    """A memory became searchable (``memory.stored.v1``): a turn stored by the embed stage, a fact
+    extracted by reconcile, a lesson written by reflection. Reconcile (consumer group
+    ``ingest-reconcile``) consumes it and puts the memory into its version chain."""
 
     memory: Memory = Field(description="The stored (or the existing, merged-into) memory.")
     candidate_id: str = Field(description="Id of the candidate that led to this event.")
     deduplicated: bool = Field(
-        False, description="True when the candidate was a near-duplicate (cosine > 0.95) and not stored."
+        False,
+        description="True when the candidate was not stored because it duplicated an existing memory. The "
+        "embed stage no longer merges (reconcile's judge decides every merge), so it publishes False; "
+        "kept for consumers of older events.",
     )
 
 
@@ -260,6 +296,91 @@ class AccessEvent(_Event):
     accessed_at: AwareDatetime = Field(description="When recall returned it (UTC).")
 
 
+CandidateOutcome = Literal["returned", "below_floor", "duplicate", "below_top_k", "over_budget"]
+FeedbackLabel = Literal["used", "unused", "wrong", "outdated"]
+
+
+class RecallCandidate(BaseModel):
+    """One candidate a recall considered, with every component score and what became of it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    memory_id: str = Field(description="The candidate memory.")
+    memory_type: MemoryType = Field(description="Its layer at recall time.")
+    kind: MemoryKind = Field("turn", description="Its granularity at recall time.")
+    outcome: CandidateOutcome = Field(
+        description="'returned', or why not: 'below_floor' (cosine under the similarity floor), "
+        "'duplicate' (folded into a near-identical memory), 'below_top_k', 'over_budget' (token budget)."
+    )
+    rank: int | None = Field(None, ge=1, description="1-based position in the response, when returned.")
+    similarity: float = Field(description="Cosine similarity to the query, -1..1.")
+    dense_rank: int | None = Field(None, description="Rank in the dense list; null if absent.")
+    lexical_rank: int | None = Field(None, description="Rank in the lexical (BM25) list; null if absent.")
+    lexical_score: float | None = Field(None, description="BM25 score; null if absent from that list.")
+    rerank_score: float | None = Field(None, description="Reranker score, when reranking ran.")
+    relevance: float | None = Field(None, description="Fused relevance 0..1 (null below the floor).")
+    time_weight: float | None = Field(None, description="Time weight applied (null below the floor).")
+    final_score: float | None = Field(None, description="Ranking score (null below the floor).")
+    in_time_window: bool = Field(False, description="Created inside the time the query names.")
+    age_days: float = Field(description="Days from the memory's created_at to the recall's reference time.")
+    since_access_days: float = Field(
+        description="Days from its last recorded access (or storage) to the recall's reference time."
+    )
+    access_count: int = Field(0, ge=0, description="Accesses recorded on the memory at recall time.")
+    importance: float = Field(0.0, description="Write-trigger / reflection importance 0..1.")
+    confidence: float = Field(0.0, description="Confidence 0..1 at recall time.")
+    status: MemoryStatus = Field("active", description="Status at recall time.")
+    version: int = Field(1, ge=1, description="Version-chain position at recall time.")
+
+
+class RecallLogEvent(_Event):
+    """Everything one recall considered (``memory.recalls.v1``); sunk to ClickHouse ``recall_log`` and
+    ``recall_candidates`` for tuning (DESIGN.md section 10). The query text is redacted."""
+
+    query_id: str = Field(description="Id of the recall call (the response's query_id).")
+    tenant_id: str = Field(description="Tenant of the caller.")
+    user_id: str = Field(description="User whose memories were searched.")
+    agent_id: str = Field(description="Agent that called recall.")
+    query_text: str = Field(description="The query, redacted by the guard's PII rules.")
+    intent: str = Field(description="Coarse intent of the query.")
+    entities: tuple[str, ...] = Field((), description="Entities found in the (redacted) query.")
+    window_start: AwareDatetime | None = Field(None, description="Start of the time the query named (UTC).")
+    window_end: AwareDatetime | None = Field(None, description="End (exclusive) of that window (UTC).")
+    wants_recent: bool = Field(False, description="The query asked for the current state.")
+    top_k: int = Field(ge=1, description="Memories asked for.")
+    similarity_floor: float = Field(description="Cosine floor in force.")
+    time_mode: str = Field(description="Time weighting: 'step' or 'exp'.")
+    order: str = Field(description="'relevance' or 'chronological'.")
+    rerank: bool = Field(False, description="Whether the reranker ran.")
+    token_budget: int = Field(ge=1, description="Token budget in force.")
+    tokens: int = Field(0, ge=0, description="Tokens of the returned memories.")
+    truncated: bool = Field(False, description="The budget cut the list.")
+    candidates: tuple[RecallCandidate, ...] = Field(description="Every candidate, best first.")
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict,
+        description="Milliseconds per step: embed, parse_and_search, rerank, rank, total.",
+    )
+    reference_time: AwareDatetime = Field(description="'Now' of the recall (ages are measured to it).")
+    recalled_at: AwareDatetime = Field(description="Wall-clock time of the recall (UTC).")
+
+
+class RecallFeedbackEvent(_Event):
+    """The agent's verdict on one memory a recall returned (``memory.feedback.v1``); sunk to ClickHouse
+    ``recall_feedback``, one label per (query, memory): the latest wins."""
+
+    feedback_id: str = Field(description="Deterministic id (query id + memory id).")
+    query_id: str = Field(description="The recall the memory was returned by.")
+    tenant_id: str = Field(description="Tenant of the caller (from the API key).")
+    user_id: str = Field(description="User of the recall.")
+    agent_id: str = Field(description="Agent that gave the feedback.")
+    memory_id: str = Field(description="The returned memory.")
+    label: FeedbackLabel = Field(
+        description="'used' (it helped), 'unused', 'wrong' (false or irrelevant) or 'outdated' "
+        "(no longer true)."
+    )
+    given_at: AwareDatetime = Field(description="When the feedback arrived (UTC); the latest label wins.")
+
+
 class DeadLetter(_Event):
     """A message a stage can never process (``memory.dlq.v1``): stage, error and original bytes."""
 
@@ -287,6 +408,8 @@ PUBLIC_EVENTS: tuple[type[BaseModel], ...] = (
     EpisodeEvent,
     ReflectionResult,
     AccessEvent,
+    RecallLogEvent,
+    RecallFeedbackEvent,
     DeadLetter,
 )
 """Models whose JSON Schema is exported to ``docs/schemas/`` (``hindsight schemas export``)."""
@@ -304,6 +427,9 @@ __all__ = [
     "MemoryStoredEvent",
     "Provenance",
     "QuarantineRecord",
+    "RecallCandidate",
+    "RecallFeedbackEvent",
+    "RecallLogEvent",
     "ReflectionResult",
     "SessionClosedEvent",
 ]

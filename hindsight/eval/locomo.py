@@ -84,7 +84,7 @@ def clean_evidence(raw: Sequence[str]) -> tuple[str, ...]:
             if _DIA_ID.match(ident):
                 out.append(ident)
             elif ident:
-                log.warning("malformed LoCoMo evidence id %r ignored", ident)
+                log.info("malformed LoCoMo evidence id %r ignored", ident)  # a quirk of the data
     return tuple(dict.fromkeys(out))
 
 
@@ -176,7 +176,7 @@ def conversation(sample: dict[str, Any]) -> Conversation:
             continue
         evidence = clean_evidence(qa.get("evidence", []))
         if not evidence:
-            log.warning("question without usable evidence skipped: %r", qa.get("question"))
+            log.info("question without usable evidence skipped: %r", qa.get("question"))
             continue
         questions.append(
             Question(sid, str(qa["question"]), category, evidence, last_time + timedelta(days=1))

@@ -245,6 +245,7 @@ def build_judge(
         model,
         policy=JudgePolicy(
             update_threshold=settings.update_threshold,
+            cue_update_threshold=settings.cue_update_threshold,
             min_confidence=settings.min_confidence,
             fallback_confidence=settings.fallback_confidence,
         ),

@@ -5,7 +5,7 @@ Modules, one step each: :mod:`~hindsight.recall.query` (entities, intent, time e
 :mod:`~hindsight.recall.budget` (token budget), :mod:`~hindsight.recall.pipeline` (the I/O).
 """
 
-from hindsight.recall.pipeline import RecallResult, recall
+from hindsight.recall.pipeline import Conflict, RecallResult, recall
 from hindsight.recall.rank import (
     SIMILARITY_FLOOR,
     TOP_K_DEFAULT,
@@ -20,6 +20,7 @@ __all__ = [
     "TOP_K_DEFAULT",
     "TOP_K_MAX",
     "Candidate",
+    "Conflict",
     "RecallParams",
     "RecallResult",
     "RecalledMemory",

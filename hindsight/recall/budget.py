@@ -41,20 +41,23 @@ def fit(
 
     With the default counter a memory's ``text_tokens`` payload field (counted with the same
     tokenizer when it was written, :func:`hindsight.records.to_payload`) is used instead of counting
-    again; older payloads without it are counted here.
+    again; older payloads without it are counted here. A fact's evidence turns count with it.
 
     Returns:
         ``(kept, tokens, truncated)``: the kept memories (each with its ``tokens``), their total, and
         whether any memory was cut. A first memory larger than the whole budget is cut too.
     """
+
+    def tokens_of(payload: Mapping[str, Any]) -> int:
+        stored = payload.get("text_tokens")
+        if counter is count_tokens and isinstance(stored, int) and not isinstance(stored, bool):
+            return stored
+        return counter(payload_text(payload))
+
     kept: list[RecalledMemory] = []
     total = 0
     for memory in memories:
-        stored = memory.payload.get("text_tokens")
-        if counter is count_tokens and isinstance(stored, int) and not isinstance(stored, bool):
-            tokens = stored
-        else:
-            tokens = counter(memory_text(memory))
+        tokens = tokens_of(memory.payload) + sum(tokens_of(p) for _, p in memory.evidence)
         if total + tokens > budget:
             return kept, total, True
         kept.append(replace(memory, tokens=tokens))

@@ -9,20 +9,25 @@
 3. every candidate's vector: dense hits carry theirs, lexical-only hits get theirs by one
    payload-free lookup (their cosine, for the floor; vectors for near-duplicate dedupe);
 4. optional rerank of the best ``rerank_top_n`` fused candidates (the reranker contract);
-5. scoring, floor, dedupe, order (:mod:`hindsight.recall.rank`), token budget
-   (:mod:`hindsight.recall.budget`).
+5. scoring, floor, dedupe, a fact folded with the turns it was extracted from (its evidence),
+   order (:mod:`hindsight.recall.rank`), the evidence turns of returned facts that were not among
+   the candidates (one lookup), token budget (:mod:`hindsight.recall.budget`, evidence included);
+6. conflict pairs (``conflicts_with``, written by reconcile when its judge was unsure) that involve
+   a returned memory, with the partner's payload.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hindsight.inference.embedder import embed_queries_async
 from hindsight.recall import budget, rank
 from hindsight.recall.query import ParsedQuery, parse
 from hindsight.recall.rank import Candidate, RecalledMemory, RecallParams
@@ -32,6 +37,16 @@ if TYPE_CHECKING:
     from hindsight.inference.reranker import Reranker
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.vector import MemoryFilter, ScoredRecord, VectorStore
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two active memories the revision judge could not reconcile (``conflicts_with``): the agent
+    decides. ``memory_id`` was returned; ``other_id`` may not have been (its payload is here)."""
+
+    memory_id: str
+    other_id: str
+    other: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,18 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     """Milliseconds per step: ``embed``, ``parse_and_search``, ``rerank``, ``rank`` (scoring, dedupe,
     order, budget) and ``total``."""
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Conflict pairs that involve a returned memory, each once."""
+    found: Mapping[str, Candidate] = field(default_factory=dict)
+    """Every candidate of both lists, by id (what :func:`hindsight.recall.trace.trace` explains)."""
+    scored: Sequence[RecalledMemory] = ()
+    """Candidates above the similarity floor, scored, best first (before dedupe)."""
+    deduped: Sequence[RecalledMemory] = ()
+    """``scored`` after near-duplicate dedupe (before the ``top_k`` cut)."""
+    ordered: Sequence[RecalledMemory] = ()
+    """The ``top_k`` cut, in the requested order (before the token budget)."""
+    reference_time: datetime | None = None
+    """The "now" ages and time weights were measured to."""
 
 
 def _candidates(dense: list[ScoredRecord], lexical: list[ScoredRecord]) -> dict[str, Candidate]:
@@ -74,6 +101,54 @@ def _with_vectors(found: dict[str, Candidate], store: VectorStore, query: np.nda
         cosine = c.cosine if c.dense_rank is not None else float(np.dot(vec, query))
         out[item] = replace(c, cosine=cosine, vector=vec)
     return out
+
+
+def _with_evidence(memories: list[RecalledMemory], store: VectorStore) -> list[RecalledMemory]:
+    """Facts carry the turns they rest on: those not among the candidates are fetched (one lookup)."""
+    missing: dict[str, list[str]] = {}
+    for mem in memories:
+        if mem.payload.get("kind") != "fact":
+            continue
+        have = {i for i, _ in mem.evidence}
+        wanted = [str(i) for i in (mem.payload.get("provenance") or {}).get("memory_ids") or ()]
+        missing[mem.id] = [i for i in wanted if i not in have]
+    ids = sorted({i for ids in missing.values() for i in ids})
+    if not ids:
+        return memories
+    fetched = {r.id: r.payload for r in store.retrieve(ids)}
+    out = []
+    for mem in memories:
+        extra = tuple((i, fetched[i]) for i in missing.get(mem.id, ()) if i in fetched)
+        out.append(replace(mem, evidence=(*mem.evidence, *extra)) if extra else mem)
+    return out
+
+
+def _conflicts(
+    memories: list[RecalledMemory], found: dict[str, Candidate], store: VectorStore
+) -> list[Conflict]:
+    """Each active conflict partner of a returned memory, once per pair (partners fetched if needed)."""
+    wanted: list[tuple[str, str]] = []
+    for mem in memories:
+        for other in mem.payload.get("conflicts_with") or ():
+            pair = (mem.id, str(other))
+            if (pair[1], pair[0]) not in wanted and pair not in wanted:
+                wanted.append(pair)
+    if not wanted:
+        return []
+    payloads = {i: c.payload for i, c in found.items()}
+    payloads |= {m.id: m.payload for m in memories}
+    missing = sorted({o for _, o in wanted if o not in payloads})
+    if missing:
+        payloads |= {r.id: r.payload for r in store.retrieve(missing)}
+    owner = memories[0].payload
+    return [
+        Conflict(a, b, payloads[b])
+        for a, b in wanted
+        if b in payloads
+        and payloads[b].get("status") == "active"
+        and payloads[b].get("tenant_id") == owner.get("tenant_id")
+        and payloads[b].get("user_id") == owner.get("user_id")
+    ]
 
 
 def _rerank(
@@ -153,7 +228,7 @@ async def recall(
     ref = reference_time or datetime.now(UTC)
     # The embedding runs alone: its OpenMP team uses both cores and every parallel region waits for
     # its slowest thread, so concurrent parsing or searching measured +6 ms at p95 (bench scale).
-    vector = (await asyncio.to_thread(embedder.embed_queries, [query]))[0]
+    vector = (await embed_queries_async(embedder, [query]))[0]
     t_embed = time.perf_counter()
     parsed, found = await asyncio.to_thread(
         _parse_and_search,
@@ -180,8 +255,15 @@ async def recall(
         entities=parsed.entities,
     )
     vectors_by_id = {c.id: c.vector for c in found.values() if c.vector is not None}
-    ordered = rank.order(rank.dedupe(scored, vectors_by_id), params)
+    # a turn folded into the fact drawn from it is traced as a duplicate (it is returned as evidence)
+    deduped = rank.fold_evidence(rank.dedupe(scored, vectors_by_id))
+    ordered = rank.order(deduped, params)
+    if any(m.payload.get("kind") == "fact" for m in ordered):
+        ordered = await asyncio.to_thread(_with_evidence, ordered, store)
     kept, tokens, truncated = budget.fit(ordered, params.token_budget, counter)
+    conflicts: list[Conflict] = []
+    if any(m.payload.get("conflicts_with") for m in kept):
+        conflicts = await asyncio.to_thread(_conflicts, kept, found, store)
     done = time.perf_counter()
     timings = {
         "embed": (t_embed - started) * 1000,
@@ -190,4 +272,16 @@ async def recall(
         "rank": (done - t_rerank) * 1000,
         "total": (done - started) * 1000,
     }
-    return RecallResult(kept, parsed, tokens, truncated, timings)
+    return RecallResult(
+        kept,
+        parsed,
+        tokens,
+        truncated,
+        timings,
+        conflicts=conflicts,
+        found=found,
+        scored=scored,
+        deduped=deduped,
+        ordered=ordered,
+        reference_time=ref,
+    )

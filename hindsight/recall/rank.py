@@ -123,6 +123,8 @@ class RecalledMemory:
     rank: int = 0
     tokens: int = 0
     duplicates: tuple[str, ...] = field(default=())
+    evidence: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
+    """``(id, payload)`` of the turns a fact rests on (its provenance ``memory_ids``)."""
 
 
 def rrf(*ranks: int | None, k: int = RRF_K) -> float:
@@ -270,6 +272,42 @@ def dedupe(
             duplicates=(*winner.duplicates, loser.id, *loser.duplicates),
         )
     return kept
+
+
+def fold_evidence(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """A fact and the turns it was extracted from answer with one entry: the fact, at the better of
+    their scores, carrying the turns as ``evidence`` (recall prefers the current fact and still
+    returns what it rests on). ``scored`` best first; the result keeps that order. Pure."""
+    by_id = {m.id: m for m in scored}
+    folded: dict[str, str] = {}
+    for mem in scored:
+        if mem.payload.get("kind") != "fact" or mem.id in folded:
+            continue
+        for turn_id in (mem.payload.get("provenance") or {}).get("memory_ids") or ():
+            turn = by_id.get(str(turn_id))
+            if turn is not None and turn.payload.get("kind") == "turn" and turn.id not in folded:
+                folded[turn.id] = mem.id
+    if not folded:
+        return list(scored)
+    out: list[RecalledMemory] = []
+    for mem in scored:
+        if mem.id in folded:
+            continue
+        turns = [by_id[t] for t, fact in folded.items() if fact == mem.id]
+        if not turns:
+            out.append(mem)
+            continue
+        group = (mem, *turns)
+        out.append(
+            replace(
+                mem,
+                final_score=max(m.final_score for m in group),
+                similarity=max(m.similarity for m in group),
+                evidence=tuple((t.id, t.payload) for t in turns),
+            )
+        )
+    out.sort(key=lambda m: (-m.final_score, m.id))
+    return out
 
 
 def order(memories: Sequence[RecalledMemory], params: RecallParams) -> list[RecalledMemory]:

@@ -131,6 +131,21 @@ class AccessLogStore:
         Raises:
             StoreUnavailableError: ClickHouse did not answer or refused the DDL.
         """
+        self._command(self.ddl())
+
+    def ddl(self) -> str:
+        """The ``CREATE TABLE IF NOT EXISTS`` statement of this table (see :meth:`ddl_for`)."""
+        return self.ddl_for(self.table, fsync=self._fsync)
+
+    @staticmethod
+    def ddl_for(table: str, *, fsync: bool = True) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` of an access log table named ``table`` (``[db.]identifier``);
+        migration 1 of :mod:`hindsight.analytics.schema` runs it.
+
+        Raises:
+            ValueError: ``table`` is not a plain (optionally qualified) identifier.
+        """
+        quoted = _quote_table(table)
         columns = ",\n    ".join(
             [f"`{name}` {ch_type}" for name, ch_type in REQUIRED_COLUMNS.items()]
             + [
@@ -140,16 +155,15 @@ class AccessLogStore:
             + ["`ingested_at` DateTime64(3, 'UTC') DEFAULT now64(3, 'UTC')"]
         )
         settings = [f"non_replicated_deduplication_window = {_DEDUP_WINDOW_BLOCKS}"]
-        if self._fsync:
+        if fsync:
             settings.append("fsync_after_insert = 1")
-        ddl = (
-            f"CREATE TABLE IF NOT EXISTS {self._quoted} (\n    {columns}\n)\n"
+        return (
+            f"CREATE TABLE IF NOT EXISTS {quoted} (\n    {columns}\n)\n"
             "ENGINE = ReplacingMergeTree\n"
             "PARTITION BY toYYYYMM(accessed_at)\n"
             "ORDER BY (tenant_id, user_id, accessed_at, access_id)\n"
             f"SETTINGS {', '.join(settings)}"
         )
-        self._command(ddl)
 
     def insert(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert ``rows`` as one batch; on return ClickHouse has written it (durable).

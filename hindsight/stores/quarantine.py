@@ -228,6 +228,23 @@ class QuarantineStore:
         )
         return [(str(a), str(b), str(c), int(d)) for a, b, c, d in rows]
 
+    def audit_rows(
+        self, tenant_id: str | None = None
+    ) -> list[tuple[str, str, str, str, tuple[str, ...], datetime]]:
+        """``(tenant, agent, source, tool_name, reasons, quarantined_at)`` of every item (newest
+        version), oldest first, for ``hindsight audit``.
+
+        Raises:
+            StoreUnavailableError: ClickHouse failed.
+        """
+        where = "WHERE tenant_id = {t:String}" if tenant_id else ""
+        rows = self._query(
+            f"SELECT tenant_id, agent_id, source, tool_name, reasons, quarantined_at FROM {self._quoted} "
+            f"FINAL {where} ORDER BY quarantined_at, item_id",
+            {"t": tenant_id} if tenant_id else {},
+        )
+        return [(str(a), str(b), str(c), str(d), tuple(e), f) for a, b, c, d, e, f in rows]
+
     @staticmethod
     def _item(row: Sequence[Any]) -> QuarantineItem:
         record = QuarantineRecord.model_validate_json(row[0])

@@ -429,11 +429,17 @@ class VectorStore(Protocol):
         ...
 
     def scroll(
-        self, flt: MemoryFilter | None, limit: int, offset: str | None = None
+        self,
+        flt: MemoryFilter | None,
+        limit: int,
+        offset: str | None = None,
+        *,
+        fields: Sequence[str] | None = None,
     ) -> tuple[list[VectorRecord], str | None]:
         """One page of up to ``limit`` points matching ``flt`` (``None``: every point of every tenant),
         ordered by id, starting at id ``offset`` (inclusive); returns the page and the next offset,
         ``None`` after the last page. Vectors are not returned (``VectorRecord.vector`` is ``None``).
+        ``fields``: only these payload keys (``None``: the whole payload).
         """
         ...
 

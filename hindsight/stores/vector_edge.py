@@ -354,10 +354,16 @@ class EdgeVectorStore:
             self._after_write()
 
     def scroll(
-        self, flt: MemoryFilter | None, limit: int, offset: str | None = None
+        self,
+        flt: MemoryFilter | None,
+        limit: int,
+        offset: str | None = None,
+        *,
+        fields: Sequence[str] | None = None,
     ) -> tuple[list[VectorRecord], str | None]:
         """One page of up to ``limit`` points matching ``flt`` (``None``: all tenants), by id, from
         ``offset`` (inclusive); returns the page (without vectors) and the next offset or ``None``.
+        ``fields`` limits each payload to those keys (much cheaper for wide payloads).
 
         Raises:
             ValueError: ``limit`` < 1 or ``offset`` is not a UUID string.
@@ -368,7 +374,7 @@ class EdgeVectorStore:
             offset=None if offset is None else canonical_id(offset),
             limit=check_limit(limit),
             filter=_optional_filter(flt),
-            with_payload=True,
+            with_payload=True if fields is None else qe.PayloadSelector.Include(list(fields)),
             with_vector=False,
         )
         with _engine_errors("scroll"):

@@ -363,10 +363,16 @@ class QdrantVectorStore:
             self._client.set_payload(self.collection, payload=dict(values), points=selector, wait=True)
 
     def scroll(
-        self, flt: MemoryFilter | None, limit: int, offset: str | None = None
+        self,
+        flt: MemoryFilter | None,
+        limit: int,
+        offset: str | None = None,
+        *,
+        fields: Sequence[str] | None = None,
     ) -> tuple[list[VectorRecord], str | None]:
         """One page of up to ``limit`` points matching ``flt`` (``None``: all tenants), by id, from
         ``offset`` (inclusive); returns the page (without vectors) and the next offset or ``None``.
+        ``fields`` limits each payload to those keys (much cheaper for wide payloads).
 
         Raises:
             ValueError: ``limit`` < 1 or ``offset`` is not a UUID string.
@@ -380,7 +386,7 @@ class QdrantVectorStore:
                 scroll_filter=_optional_filter(flt),
                 limit=check_limit(limit),
                 offset=start,
-                with_payload=True,
+                with_payload=True if fields is None else list(fields),
                 with_vectors=False,
             )
         page = [VectorRecord(id=str(r.id), vector=None, payload=_payload(r.payload)) for r in records]

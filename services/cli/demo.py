@@ -49,6 +49,10 @@ class DemoResult:
     ingest_events_per_s: float = 0.0
     recall_p50_ms: float | None = None
     recall_p95_ms: float | None = None
+    reconcile_lag: int | None = None
+    """Stored memories reconcile had not reached yet when the questions were asked (None: off)."""
+    reconcile_seconds: float | None = None
+    """Seconds reconcile needed to catch up after ingest did (when the run waited for it)."""
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def line(self) -> str:
@@ -70,6 +74,8 @@ class DemoResult:
                 "ingest_events_per_s": r(self.ingest_events_per_s, 1),
                 "recall_p50_ms": r(self.recall_p50_ms, 1),
                 "recall_p95_ms": r(self.recall_p95_ms, 1),
+                "reconcile_lag": self.reconcile_lag,
+                "reconcile_seconds": r(self.reconcile_seconds, 1),
             }
         )
 
@@ -134,22 +140,47 @@ async def publish(bootstrap: str, events: Sequence[AnyEvent], *, chunk: int = 50
         await producer.stop()
 
 
+RECONCILE_GROUP = "ingest-reconcile"
+"""Group suffix of reconcile: behind ingest; memories are searchable before it reaches them."""
+
+
 async def wait_with_progress(stack: Stack, interactions: int, timeout_s: float) -> None:
-    """Show a progress bar over the write-trigger's committed events, then wait for lag 0 everywhere."""
-    group = stack.resources.settings.kafka.group("ingest-trigger")
+    """Show a progress bar of the interactions through guard, write-trigger and embedding (each
+    stage's consumer lag subtracted; the embed stage is the slow one), then wait until every group but
+    reconcile has lag 0 (every memory is searchable, every session reflected, the access log written)."""
+    kafka = stack.resources.settings.kafka
+    stages = (
+        (kafka.group("guard"), [Topic.INTERACTIONS]),
+        (kafka.group("ingest-trigger"), [Topic.GUARDED]),
+        (kafka.group("ingest-embed"), [Topic.CANDIDATES]),
+    )
     deadline = time.monotonic() + timeout_s
     with tqdm(total=interactions, desc="ingest", unit="ev", leave=False) as bar:
         while time.monotonic() < deadline:
-            lag_guard = await consumer_lag(
-                stack.bootstrap, stack.resources.settings.kafka.group("guard"), [Topic.INTERACTIONS]
-            )
-            lag_trigger = await consumer_lag(stack.bootstrap, group, [Topic.GUARDED])
-            done = max(0, interactions - lag_guard - lag_trigger)
+            lags = [await consumer_lag(stack.bootstrap, group, topics) for group, topics in stages]
+            done = min(interactions, max(bar.n, interactions - sum(lags)))  # never moves backwards
             bar.update(done - bar.n)
-            if lag_guard == 0 and lag_trigger == 0:
+            if not any(lags):
                 break
             await asyncio.sleep(0.5)
-    await stack.wait_caught_up(timeout_s=max(1.0, deadline - time.monotonic()))
+    await stack.wait_caught_up(timeout_s=max(1.0, deadline - time.monotonic()), exclude=(RECONCILE_GROUP,))
+
+
+async def reconcile_lag(stack: Stack) -> int | None:
+    """Stored-memory events reconcile has not processed yet (``None`` when it does not run here)."""
+    if RECONCILE_GROUP not in stack.resources.runners:
+        return None
+    group = stack.resources.settings.kafka.group(RECONCILE_GROUP)
+    return await consumer_lag(stack.bootstrap, group, [Topic.STORED])
+
+
+async def wait_for_reconcile(stack: Stack, timeout_s: float) -> float | None:
+    """Wait until reconcile has caught up too; its catch-up seconds (``None`` when it does not run)."""
+    if RECONCILE_GROUP not in stack.resources.runners:
+        return None
+    started = time.perf_counter()
+    await stack.wait_caught_up(timeout_s=timeout_s)
+    return time.perf_counter() - started
 
 
 def count_memories(stack: Stack, tenant_id: str, user_ids: Sequence[str] | None) -> int:
@@ -224,8 +255,11 @@ async def run_demo(
     conversations: int,
     top_k: int,
     timeout_s: float,
+    wait_reconcile: bool = False,
 ) -> DemoResult:
-    """Publish, wait for lag 0, evaluate; returns the numbers."""
+    """Publish, wait until every memory is searchable (and, with ``wait_reconcile``, reconciled),
+    evaluate; returns the numbers. Reconcile runs behind ingest: without ``wait_reconcile`` the
+    questions are asked while it works through its backlog (``reconcile_lag`` says how far behind)."""
     result = DemoResult(conversations=conversations, events=len(events), questions=len(questions))
     interactions = sum(isinstance(e, InteractionEvent) for e in events)
     started = time.perf_counter()
@@ -233,6 +267,9 @@ async def run_demo(
     await wait_with_progress(stack, interactions, timeout_s)
     result.ingest_seconds = time.perf_counter() - started
     result.ingest_events_per_s = len(events) / result.ingest_seconds if result.ingest_seconds else 0.0
+    if wait_reconcile:
+        result.reconcile_seconds = await wait_for_reconcile(stack, timeout_s)
+    result.reconcile_lag = await reconcile_lag(stack)
     tenants = sorted({e.tenant_id for e in events})
     users = sorted({e.user_id for e in events})
     result.memories = sum([await asyncio.to_thread(count_memories, stack, t, users) for t in tenants])

@@ -32,6 +32,7 @@ from services.gateway.app import build_asgi
 from services.gateway.settings import GatewaySettings
 from services.guard import app as guard_app
 from services.ingest import app as ingest_app
+from services.ingest.settings import IngestSettings
 from services.reflect import app as reflect_app
 
 log = logging.getLogger("hindsight.embedded")
@@ -41,8 +42,10 @@ CONSUMER_TOPICS: dict[str, list[str]] = {
     "quarantine": [Topic.QUARANTINE],
     "ingest-trigger": [Topic.GUARDED],
     "ingest-embed": [Topic.CANDIDATES],
+    "ingest-reconcile": [Topic.STORED],
     "reflect": [Topic.SESSIONS],
     "accesslog": [Topic.ACCESS],
+    "analytics": [Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES],
 }
 """Consumer group suffix -> topics it consumes (what "caught up" means)."""
 
@@ -56,19 +59,24 @@ class Stack:
     gateway_url: str
     eviction: EvictionJob
 
-    def groups(self) -> dict[str, list[str]]:
-        """Full consumer group id -> topics."""
+    def groups(self, exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
+        """Full consumer group id -> topics, for every stage running here (``HINDSIGHT_INGEST_STAGES``
+        may leave reconcile out) except the group suffixes in ``exclude``."""
         kafka = self.resources.settings.kafka
-        return {kafka.group(name): [str(t) for t in topics] for name, topics in CONSUMER_TOPICS.items()}
+        return {
+            kafka.group(name): [str(t) for t in topics]
+            for name, topics in CONSUMER_TOPICS.items()
+            if name in self.resources.runners and name not in exclude
+        }
 
-    async def wait_caught_up(self, timeout_s: float = 600.0) -> None:
-        """Return when every consumer group has lag 0 on its topics, twice in a row.
+    async def wait_caught_up(self, timeout_s: float = 600.0, *, exclude: tuple[str, ...] = ()) -> None:
+        """Return when every consumer group (but ``exclude``) has lag 0 on its topics, twice in a row.
 
         Raises:
             TimeoutError: some group still lags after ``timeout_s`` (the message names it).
         """
         for _ in range(2):
-            await wait_for_zero_lag(self.bootstrap, self.groups(), timeout_s=timeout_s, poll_s=0.25)
+            await wait_for_zero_lag(self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25)
 
 
 class _SecondTickServer(uvicorn.Server):
@@ -90,8 +98,17 @@ class _SecondTickServer(uvicorn.Server):
             should_exit = await self.on_tick(counter)
 
 
-async def _serve(app: object, host: str, port: int) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")  # type: ignore[arg-type]
+async def _serve(
+    app: object, host: str, port: int, keep_alive_s: int = 5
+) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=keep_alive_s,
+    )
     server = _SecondTickServer(config)
     task = asyncio.create_task(server.serve(), name="gateway")
     while not server.started:
@@ -157,11 +174,13 @@ async def embedded_stack(
     settings: AllSettings | None = None,
     gateway: GatewaySettings | None = None,
     evict: EvictSettings | None = None,
+    ingest: IngestSettings | None = None,
     *,
     broker: EmbeddedBroker | None = None,
 ) -> AsyncIterator[Stack]:
     """Start everything; yield a :class:`Stack`; stop everything (gateway, consumers, broker) on exit.
 
+    ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. ``stages=("trigger", "embed")``: reconcile off).
     ``broker``: an :class:`~hindsight.brokers.embedded.EmbeddedBroker` the caller launched early
     (and closes); by default one is launched here and closed on exit.
 
@@ -183,18 +202,20 @@ async def embedded_stack(
         bootstrap = await asyncio.to_thread(local.ready)
         kafka = make_broker(cfg.kafka, bootstrap)
         async with open_resources(cfg, kafka) as resources:
+            resources.bootstrap = bootstrap
+            resources.stage_topics = {name: tuple(topics) for name, topics in CONSUMER_TOPICS.items()}
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
             # A fresh Kafka creates its group coordinator (__consumer_offsets) on the first request
             # for one; wait for it here, or five consumers log "coordinator not available" at start.
             await describe_group(bootstrap, cfg.kafka.group("guard"), timeout_s=60.0)
             await guard_app.register(resources)
-            await ingest_app.register(resources)
+            await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
             accesslog_app.register(resources)
             job = evict_app.register(resources, evict)
             await kafka.start()
             try:
-                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port)
+                server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port, gw.keep_alive_s)
                 log.info("gateway on %s, broker %s", url, bootstrap)
                 try:
                     async with run_background(resources):

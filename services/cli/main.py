@@ -1,5 +1,5 @@
 """The ``hindsight`` command line (typer): ``up``, ``demo``, ``mcp-stdio``, ``schemas export``,
-``dlq list|show|replay``, ``chaos``, ``bench load``."""
+``dlq list|show|replay``, ``audit``, ``chaos``, ``bench load``."""
 
 from __future__ import annotations
 
@@ -30,17 +30,26 @@ dlq_app = typer.Typer(
 app.add_typer(dlq_app, name="dlq")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (scripts that print JSON, not timed tests).")
 app.add_typer(bench_app, name="bench")
+tune_app = typer.Typer(
+    help="Fit the similarity floor, decay, expiry and keep thresholds from ClickHouse (DESIGN.md s10)."
+)
+app.add_typer(tune_app, name="tune")
 
 DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 log = logging.getLogger("hindsight.cli")
 
 
-def _settings(data_dir: Path | None, bootstrap: str | None) -> AllSettings:
+def _settings(data_dir: Path | None, bootstrap: str | None, *, quiet: bool = False) -> AllSettings:
+    """Settings from the environment with the CLI's overrides; logging configured. ``quiet``: log
+    warnings and errors only, unless ``HINDSIGHT_LOG_LEVEL`` is set (a command whose output is its
+    report, such as the demo)."""
     cfg = AllSettings()
     if data_dir is not None:
         cfg.runtime.data_dir = data_dir
     if bootstrap:
         cfg.kafka.bootstrap = bootstrap
+    if quiet and "log_level" not in cfg.runtime.model_fields_set:
+        cfg.runtime.log_level = "WARNING"
     configure_logging(cfg.runtime)
     return cfg
 
@@ -130,6 +139,12 @@ def demo(
     timeout_s: Annotated[
         float, typer.Option(help="Max seconds to wait for the pipeline to catch up.")
     ] = 1800.0,
+    wait_reconcile: Annotated[
+        bool,
+        typer.Option(
+            help="Ask only once reconcile (behind ingest) has caught up; reports its catch-up time."
+        ),
+    ] = False,
 ) -> None:
     """Publish real conversations as Kafka events, wait for lag 0, recall through the gateway, print JSON.
 
@@ -148,7 +163,7 @@ def demo(
         else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
     )
     workdir = data_dir or Path(scratch.name if scratch else ".")
-    cfg = _settings(workdir, bootstrap)
+    cfg = _settings(workdir, bootstrap, quiet=True)  # HINDSIGHT_LOG_LEVEL=INFO shows the stages' logs
     api_key = "dev-demo-key"
     try:
         if jsonl is not None:
@@ -182,7 +197,14 @@ def demo(
     async def main() -> str:
         async with embedded_stack(cfg, gateway) as stack:
             result = await run_demo(
-                stack, api_key, events, questions, conversations=n_conv, top_k=top_k, timeout_s=timeout_s
+                stack,
+                api_key,
+                events,
+                questions,
+                conversations=n_conv,
+                top_k=top_k,
+                timeout_s=timeout_s,
+                wait_reconcile=wait_reconcile,
             )
             typer.echo(f"per category recall@10: {json.dumps(result.by_category)}", err=True)
             return result.line()
@@ -275,6 +297,38 @@ BootstrapOpt = Annotated[
 ]
 
 
+@app.command()
+def audit(
+    *,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="The data directory of a stopped embedded instance.")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant).")] = None,
+    window_days: Annotated[float, typer.Option(help="Recent window compared with what came before.")] = 7.0,
+    confidence_jump: Annotated[float, typer.Option(help="Confidence rise that is a jump.")] = 0.3,
+    conflict_rate: Annotated[float, typer.Option(help="Share of an agent's writes that conflict.")] = 0.2,
+    quarantine_rate: Annotated[float, typer.Option(help="Share of a source's events quarantined.")] = 0.2,
+    spike_ratio: Annotated[float, typer.Option(help="Window/before daily ratio of a reason.")] = 3.0,
+    min_events: Annotated[int, typer.Option(help="Fewest events behind a rate.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+) -> None:
+    """Anomalies in the stores: confidence jumps, unknown or new sources, conflict and quarantine rates."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from hindsight.audit import AuditSettings  # noqa: PLC0415
+    from services.cli.audit import render, run  # noqa: PLC0415
+
+    cfg = AuditSettings(window_days, confidence_jump, conflict_rate, quarantine_rate, spike_ratio, min_events)
+    try:
+        report = run(_settings(data_dir, None), tenant_id=tenant, cfg=cfg)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        render(report, Console(width=160))
+
+
 @dlq_app.command("list")
 def dlq_list(
     *,
@@ -349,6 +403,9 @@ def chaos(
     embeds: Annotated[
         int | None, typer.Option(help="Embed processes (default 1; 2 with --qdrant-server).")
     ] = None,
+    updates: Annotated[
+        int, typer.Option(help="Users who revise a statement: their version chains are checked (0: none).")
+    ] = 6,
 ) -> None:
     """Kill, restart and starve the pipeline while it ingests; print one JSON line; exit 1 on loss."""
     from bench.chaos import main_chaos  # noqa: PLC0415
@@ -362,6 +419,7 @@ def chaos(
         timeout_s=timeout_s,
         qdrant_server=qdrant_server,
         embeds=embeds,
+        updates=updates,
     )
     raise typer.Exit(code)
 
@@ -396,6 +454,22 @@ def bench_recall(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@bench_app.command("tune", context_settings=_PASS_THROUGH)
+def bench_tune(ctx: typer.Context) -> None:
+    """Tuner vs known answers: synthetic population and LoCoMo replay, default vs tuned (--help)."""
+    from bench.tune import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("console", context_settings=_PASS_THROUGH)
+def bench_console(ctx: typer.Context) -> None:
+    """Console page render times for a user with 10,000 memories (--help for options)."""
+    from bench.console import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("scale", context_settings=_PASS_THROUGH)
 def bench_scale(ctx: typer.Context) -> None:
     """Recall latency at 10k/100k memories and ingest-to-searchable latency (--help for options)."""
@@ -408,6 +482,14 @@ def bench_scale(ctx: typer.Context) -> None:
 def bench_guard(ctx: typer.Context) -> None:
     """Guard on the labelled bilingual set: span recall, secrets leaked, quarantine rates (--help)."""
     from bench.guard import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("updates", context_settings=_PASS_THROUGH)
+def bench_updates(ctx: typer.Context) -> None:
+    """Version chains, conflicts and lessons on 122 bilingual update scenarios (--help for options)."""
+    from bench.updates import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 
@@ -428,9 +510,132 @@ def bench_broker(ctx: typer.Context) -> None:
     raise typer.Exit(run(ctx.args))
 
 
+@tune_app.callback(invoke_without_command=True)
+def tune(
+    ctx: typer.Context,
+    *,
+    data_dir: Annotated[Path | None, typer.Option(help="Local stores (embedded chDB, tuned file).")] = None,
+    dsn: Annotated[
+        str | None, typer.Option(help="ClickHouse DSN (default HINDSIGHT_CLICKHOUSE_DSN).")
+    ] = None,
+    database: Annotated[str | None, typer.Option(help="Database of the analytics tables.")] = None,
+    tenant: Annotated[str | None, typer.Option(help="Fit on one tenant only.")] = None,
+    signal: Annotated[
+        str, typer.Option(help="What counts as a use: 'feedback' (labelled used) or 'access' (returned).")
+    ] = "feedback",
+    clock: Annotated[
+        str, typer.Option(help="'wall' (recalled_at) or 'reference' (reference_time: replayed histories).")
+    ] = "wall",
+    target_recall: Annotated[float, typer.Option(help="Share of used memories the floor keeps.")] = 0.95,
+    max_regret: Annotated[float, typer.Option(help="Share of later-used memories expiry may expire.")] = 0.0,
+    keep_recall: Annotated[
+        float, typer.Option(help="Share of used memories the keep threshold keeps.")
+    ] = 0.99,
+    plots: Annotated[Path | None, typer.Option(help="Folder for the PNG plots.")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Fit and plot, but write no settings file.")] = False,
+) -> None:
+    """Fit from ClickHouse; print a table (stderr) and JSON (stdout); write plots and tuned settings."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from services.cli.tune import main_tune  # noqa: PLC0415
+
+    if signal not in ("feedback", "access") or clock not in ("wall", "reference"):
+        raise _fail(ValueError("--signal is 'feedback' or 'access'; --clock is 'wall' or 'reference'"))
+    raise typer.Exit(
+        main_tune(
+            data_dir=data_dir,
+            dsn=dsn,
+            database=database,
+            tenant=tenant,
+            signal=signal,  # type: ignore[arg-type]
+            clock=clock,  # type: ignore[arg-type]
+            target_recall=target_recall,
+            max_regret=max_regret,
+            keep_recall=keep_recall,
+            plots=plots,
+            dry_run=dry_run,
+        )
+    )
+
+
+@tune_app.command("rollback")
+def tune_rollback(
+    data_dir: Annotated[Path | None, typer.Option(help="Where the tuned file lives.")] = None,
+) -> None:
+    """Write a new tuned-settings version with the previous version's values."""
+    from hindsight.tuning import settings_file  # noqa: PLC0415
+
+    cfg = _settings(data_dir, None)
+    path = settings_file.TuningSettings().path(cfg.runtime.data_dir)
+    try:
+        doc = settings_file.rollback(path)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    typer.echo(json.dumps(doc.model_dump(mode="json")))
+
+
+@tune_app.command("show")
+def tune_show(
+    data_dir: Annotated[Path | None, typer.Option(help="Where the tuned file lives.")] = None,
+) -> None:
+    """Print the current tuned-settings version (JSON)."""
+    from hindsight.tuning import settings_file  # noqa: PLC0415
+
+    cfg = _settings(data_dir, None)
+    path = settings_file.TuningSettings().path(cfg.runtime.data_dir)
+    try:
+        doc = settings_file.load(path)
+    except HindsightError as exc:
+        raise _fail(exc) from exc
+    if doc is None:
+        raise _fail(ConfigurationError(f"no tuned settings at {path}: run `hindsight tune` first"))
+    typer.echo(json.dumps(doc.model_dump(mode="json")))
+
+
+@tune_app.command("sql")
+def tune_sql(
+    out: Annotated[Path, typer.Option(help="Where to write the script.")] = Path(
+        "infra/clickhouse/schema.sql"
+    ),
+    database: Annotated[str, typer.Option(help="Database name in the script.")] = "hindsight",
+) -> None:
+    """Write every ClickHouse migration and view as one SQL script (infra/clickhouse/schema.sql)."""
+    from hindsight.analytics.queries import views  # noqa: PLC0415
+    from hindsight.analytics.schema import SchemaNames, render_all  # noqa: PLC0415
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_all(SchemaNames(database), views), encoding="utf-8")
+    typer.echo(str(out))
+
+
+@bench_app.command("judge", context_settings=_PASS_THROUGH)
+def bench_judge(ctx: typer.Context) -> None:
+    """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
+    false supersede on look-alikes, ms per pair (--help for options)."""
+    from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
 @bench_app.command("idle", context_settings=_PASS_THROUGH)
 def bench_idle(ctx: typer.Context) -> None:
     """CPU of an idle `hindsight up` (process tree, share of one core) over a window (--help)."""
     from bench.idle import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("serve", context_settings=_PASS_THROUGH)
+def bench_serve(ctx: typer.Context) -> None:
+    """Recall latency through HTTP and MCP vs in-process, 1/4/16 callers, ingest idle/running (--help)."""
+    from bench.serve import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("ingest", context_settings=_PASS_THROUGH)
+def bench_ingest(ctx: typer.Context) -> None:
+    """Ingest throughput vs the embedder's standalone rate, searchable latency at 80% (--help)."""
+    from bench.ingest import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))

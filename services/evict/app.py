@@ -15,8 +15,13 @@ from services.evict.settings import EvictSettings
 
 
 def register(resources: Resources, settings: EvictSettings | None = None) -> EvictionJob:
-    """Schedule the eviction job as a background task; returns the job (for on-demand runs)."""
+    """Schedule the eviction job as a background task; returns the job (for on-demand runs).
+
+    Tuned values (decay per day, per memory type, expiry threshold) are applied from the tuned-settings
+    file where the environment does not set them (:mod:`hindsight.tuning.settings_file`).
+    """
     cfg = settings or EvictSettings()
+    resources.apply_tuned("evict", cfg)
     job = EvictionJob(resources.vector_store(), resources.access_log(), cfg)
     resources.background.append(functools.partial(run_forever, job, cfg.interval_s))
     return job

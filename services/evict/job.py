@@ -82,7 +82,7 @@ class EvictionJob:
                 now,
                 expire_below=self._cfg.expire_below,
                 retention_days=self._cfg.retention_days,
-                decay_per_day=self._cfg.decay_per_day,
+                decay_per_day=self._cfg.decay_for(p.get("type")),
             )
             if decision.action == "delete":
                 to_delete.append(mid)

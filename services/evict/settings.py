@@ -17,3 +17,12 @@ class EvictSettings(BaseSettings):
     decay_per_day: float = Field(
         0.05, ge=0.0, description="Recency decay per day (about a 14-day half-life)."
     )
+    decay_per_day_by_type: dict[str, float] = Field(
+        default_factory=dict,
+        description="Decay per day of one memory type (working/episodic/semantic), over decay_per_day; "
+        "JSON, e.g. '{\"semantic\": 0.02}'. Usually written by `hindsight tune`.",
+    )
+
+    def decay_for(self, memory_type: str | None) -> float:
+        """The decay per day of ``memory_type`` (its own, else ``decay_per_day``)."""
+        return self.decay_per_day_by_type.get(memory_type or "", self.decay_per_day)

@@ -30,7 +30,7 @@ from hindsight.errors import AuthenticationError, ConfigurationError
 from hindsight.observability import configure_logging
 from hindsight.runtime import make_broker, open_resources
 from hindsight.settings import AllSettings
-from services.gateway import http
+from services.gateway import console, http
 from services.gateway.auth import ApiKeys
 from services.gateway.errors import wire_error
 from services.gateway.mcp_server import build_mcp_server
@@ -73,7 +73,9 @@ class RequireApiKey:
 
 
 def gateway_state(resources: Resources, settings: GatewaySettings) -> GatewayState:
-    """The state both transports share, over open ``resources``."""
+    """The state both transports share, over open ``resources``; a tuned similarity floor is applied
+    from the tuned-settings file unless the environment sets one."""
+    resources.apply_tuned("gateway", settings)
     return GatewayState(
         service=MemoryService(resources, settings),
         keys=ApiKeys(settings.keys()),
@@ -94,13 +96,16 @@ def _assemble(
         return state
 
     mcp = build_mcp_server(current)
-    mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=settings.host, json_response=settings.mcp_json_response
+    )
 
     @asynccontextmanager
     async def lifespan(application: FastAPI) -> AsyncIterator[None]:
         async with open_state() as state:
             application.state.gateway = state
-            async with mcp.session_manager.run():
+            # the access log drains after the last request and before open_state stops the broker
+            async with state.service.access_log.running(), mcp.session_manager.run():
                 yield
 
     app = FastAPI(
@@ -116,6 +121,7 @@ def _assemble(
     if initial is not None:
         app.state.gateway = initial
     http.install(app)
+    console.install(app)
     app.router.routes.append(
         Route(MCP_PATH, endpoint=RequireApiKey(mcp_app, ApiKeys(settings.keys())), include_in_schema=False)
     )
@@ -177,7 +183,14 @@ def run_http() -> None:
     import uvicorn  # noqa: PLC0415 (only the HTTP server needs it)
 
     settings = GatewaySettings()
-    uvicorn.run(f"{__name__}:create_app", factory=True, host=settings.host, port=settings.port, ws="none")
+    uvicorn.run(
+        f"{__name__}:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        ws="none",
+        timeout_keep_alive=settings.keep_alive_s,
+    )
 
 
 async def run_stdio() -> None:
@@ -202,6 +215,7 @@ async def run_stdio() -> None:
         await broker.connect()
         try:
             await _warm_up(resources)
+            resources.apply_tuned("gateway", gateway)
             state = GatewayState(
                 service=MemoryService(resources, gateway),
                 keys=keys,
@@ -209,6 +223,7 @@ async def run_stdio() -> None:
                 settings=gateway,
                 stdio_principal=principal,
             )
-            await build_mcp_server(lambda: state).run_stdio_async()
+            async with state.service.access_log.running():
+                await build_mcp_server(lambda: state).run_stdio_async()
         finally:
             await broker.stop()

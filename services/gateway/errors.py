@@ -42,6 +42,25 @@ class NotFoundError(RequestError):
         )
 
 
+class RecallNotFoundError(RequestError):
+    """Wire code ``not_found`` (HTTP 404): no recall with this query id for this key's tenant.
+
+    Another tenant's query id gives the same answer. A recall served by another gateway process is
+    found once its log reached ClickHouse (normally within seconds).
+    """
+
+    code = "not_found"
+
+    def __init__(self, query_id: str) -> None:
+        super().__init__(
+            f"recall {query_id!r} not found",
+            field="query_id",
+            fix="use the query_id of a recall made with this API key (retry in a few seconds if the "
+            "recall was just made by another gateway instance)",
+            status_code=404,
+        )
+
+
 class ConflictError(RequestError):
     """Wire code ``conflict`` (HTTP 409): the request contradicts the item's state."""
 

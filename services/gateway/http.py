@@ -27,6 +27,8 @@ from services.gateway.auth import Principal
 from services.gateway.errors import ErrorBody, ErrorDetail, wire_error
 from services.gateway.models import (
     Accepted,
+    FeedbackRequest,
+    FeedbackResult,
     ForgetResult,
     HealthResponse,
     HistoryResponse,
@@ -112,8 +114,12 @@ async def history(
     types: Annotated[list[MemoryType] | None, Query(description="Only these layers.")] = None,
     include_inactive: Annotated[bool, Query(description="Include expired and superseded memories.")] = True,
     limit: Annotated[int, Query(ge=1, description="At most this many (the newest), oldest first.")] = 100,
+    memory_id: Annotated[
+        str | None, Query(description="Only this memory's version chain (walked both ways), oldest first.")
+    ] = None,
 ) -> HistoryResponse:
-    """The user's memories in chronological order with status and version (expired ones included)."""
+    """The user's memories in chronological order with status and version (expired and superseded
+    ones included), or one memory's version chain."""
     return await gateway_state(request).service.history(
         principal,
         user_id=user_id,
@@ -121,6 +127,7 @@ async def history(
         types=types,
         include_inactive=include_inactive,
         limit=limit,
+        memory_id=memory_id,
     )
 
 
@@ -128,7 +135,7 @@ async def history(
     "/memories/{memory_id}", response_model=MemoryDetail, responses=_NOT_FOUND, summary="One memory"
 )
 async def get_memory(memory_id: MemoryId, principal: Caller, request: Request) -> MemoryDetail:
-    """The memory and its version chain (newest first)."""
+    """The memory and its whole version chain, walked both ways (newest first)."""
     return await gateway_state(request).service.get(principal, memory_id=memory_id)
 
 
@@ -152,6 +159,26 @@ async def recall(body: RecallRequest, principal: Caller, request: Request) -> Re
     """The memories most relevant to the query, each with its scores and provenance; one access event
     per returned memory is published to ``memory.access.v1``."""
     return await gateway_state(request).service.recall(principal, **body.model_dump())
+
+
+@memories.post(
+    "/recall/{query_id}/feedback",
+    response_model=FeedbackResult,
+    responses={404: {"model": ErrorBody, "description": "No such recall for this key's tenant (not_found)."}},
+    summary="Say which recalled memories were used",
+)
+async def recall_feedback(
+    query_id: Annotated[
+        str, Path(min_length=1, max_length=64, description="query_id of the recall response.")
+    ],
+    body: FeedbackRequest,
+    principal: Caller,
+    request: Request,
+) -> FeedbackResult:
+    """Label the memories a recall returned: ``used`` (and optionally ``unused``, ``wrong``,
+    ``outdated``); stored in ClickHouse for tuning, one label per (query, memory), so repeating the
+    call changes nothing. Returned memories not listed count as unused."""
+    return await gateway_state(request).service.feedback(principal, query_id=query_id, **body.model_dump())
 
 
 @memories.post(
@@ -256,12 +283,15 @@ async def _check_vector_store(state: GatewayState) -> str:
 )
 async def healthz(request: Request) -> JSONResponse:
     """200 when Kafka answers a metadata request and the vector store a count and a write (a canary
-    point of tenant ``__healthz__`` upserted and deleted at once); else 503 naming the failed check."""
+    point of tenant ``__healthz__`` upserted and deleted at once); else 503 naming the failed check.
+    ``tuned`` lists the tuned-settings version and values each service of this process loaded at
+    start-up."""
     state = gateway_state(request)
     broker, vectors = await asyncio.gather(_check_broker(state), _check_vector_store(state))
     checks = {"kafka": broker, "vector_store": vectors}
     healthy = all(value == "ok" for value in checks.values())
-    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks)
+    tuned = {name: applied.as_dict() for name, applied in state.resources.tuned.items()}
+    body = HealthResponse(status="ok" if healthy else "unavailable", checks=checks, tuned=tuned)
     return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
 
 

@@ -1,5 +1,5 @@
 """MCP server of the gateway (official ``mcp`` SDK 2.3.0): tools ``retain``, ``recall``, ``reflect``,
-``forget`` and ``history`` over :class:`~services.gateway.service.MemoryService`.
+``feedback``, ``forget``, ``history`` and ``get`` over :class:`~services.gateway.service.MemoryService`.
 
 Transports: streamable HTTP (mounted at ``/mcp`` by :func:`services.gateway.app.build_asgi`) or
 stdio (:func:`services.gateway.app.run_stdio`). The server's typed lifespan context is a
@@ -34,8 +34,10 @@ from services.gateway.auth import Principal
 from services.gateway.errors import tool_error_text
 from services.gateway.models import (
     Accepted,
+    FeedbackResult,
     ForgetResult,
     HistoryResponse,
+    MemoryDetail,
     Order,
     Outcome,
     QuarantineList,
@@ -52,7 +54,9 @@ INSTRUCTIONS = (
     "Hindsight is long-term memory for this agent. Call `recall` before answering to fetch what is "
     "known about the user (each memory comes with its scores and provenance); call `retain` for "
     "each turn or fact worth remembering (it is filtered and stored asynchronously); call `reflect` "
-    "when a session or task ends; `forget` removes a memory; `history` lists a user's memories over time."
+    "when a session or task ends; `feedback` says which recalled memories were used; `forget` removes "
+    "a memory; `history` lists a user's memories over time; `get` shows one memory with its version "
+    "chain (what replaced it, what it replaced)."
 )
 
 GatewayContext = Context[GatewayState, Any]
@@ -209,6 +213,33 @@ async def reflect(
     )
 
 
+IdList = Annotated[list[str] | None, Field(description="Memory ids from the recall's response.")]
+
+
+async def feedback(
+    *,
+    query_id: Annotated[str, Field(min_length=1, description="query_id of the recall response.")],
+    ctx: GatewayContext,
+    used: IdList = None,
+    unused: IdList = None,
+    wrong: IdList = None,
+    outdated: IdList = None,
+) -> FeedbackResult:
+    """Say which memories a recall returned were used (and which were unused, wrong or outdated), so
+    thresholds and decay can be tuned from real usage; repeating it changes nothing."""
+    return await _serve(
+        ctx,
+        lambda service, principal: service.feedback(
+            principal,
+            query_id=query_id,
+            used=used or (),
+            unused=unused or (),
+            wrong=wrong or (),
+            outdated=outdated or (),
+        ),
+    )
+
+
 async def forget(
     *,
     memory_id: Annotated[str, Field(description="Memory id from recall or history.")],
@@ -231,8 +262,12 @@ async def history(
     types: Annotated[list[MemoryType] | None, Field(description="Only these layers.")] = None,
     include_inactive: Annotated[bool, Field(description="Include expired and superseded memories.")] = True,
     limit: Annotated[int, Field(ge=1, description="At most this many (the newest), oldest first.")] = 100,
+    memory_id: Annotated[
+        str | None, Field(description="Only this memory's version chain (walked both ways), oldest first.")
+    ] = None,
 ) -> HistoryResponse:
-    """The user's memories in chronological order, with status (active, superseded, expired) and version."""
+    """The user's memories in chronological order, with status (active, superseded, expired) and
+    version; or, with memory_id, that memory's version chain."""
     return await _serve(
         ctx,
         lambda service, principal: service.history(
@@ -242,8 +277,19 @@ async def history(
             types=types,
             include_inactive=include_inactive,
             limit=limit,
+            memory_id=memory_id,
         ),
     )
+
+
+async def get(
+    *,
+    memory_id: Annotated[str, Field(min_length=1, description="Memory id (UUID) from recall or history.")],
+    ctx: GatewayContext,
+) -> MemoryDetail:
+    """One memory and its whole version chain, walked both ways (newest first): which statement
+    replaced it, and which ones it replaced."""
+    return await _serve(ctx, lambda service, principal: service.get(principal, memory_id=memory_id))
 
 
 async def quarantine_list(
@@ -288,8 +334,9 @@ async def quarantine_reject(
 
 
 def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[GatewayState]:
-    """An MCP server with the five memory tools; its typed lifespan context is ``current_state()``,
-    called when the server starts (the streamable-HTTP session manager's ``run()``, or stdio)."""
+    """An MCP server with the memory tools (and the operator's quarantine tools); its typed lifespan
+    context is ``current_state()``, called when the server starts (the streamable-HTTP session
+    manager's ``run()``, or stdio)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[GatewayState]) -> AsyncIterator[GatewayState]:
@@ -301,8 +348,10 @@ def build_mcp_server(current_state: Callable[[], GatewayState]) -> MCPServer[Gat
     server.add_tool(retain, annotations=ToolAnnotations(idempotent_hint=True))
     server.add_tool(recall, annotations=ToolAnnotations(read_only_hint=True))
     server.add_tool(reflect)
+    server.add_tool(feedback, annotations=ToolAnnotations(idempotent_hint=True))
     server.add_tool(forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     server.add_tool(history, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    server.add_tool(get, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     server.add_tool(quarantine_list, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     server.add_tool(quarantine_release, annotations=ToolAnnotations(idempotent_hint=True))
     server.add_tool(

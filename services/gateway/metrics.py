@@ -18,6 +18,11 @@ CALLS = Counter(
 )
 CALL_SECONDS = Histogram("hindsight_gateway_call_seconds", "Wall time per gateway call (s)", ["operation"])
 RECALLED = Counter("hindsight_gateway_recalled_memories_total", "Memories returned by recall")
+LOG_BUILD = Histogram(
+    "hindsight_recall_log_build_seconds",
+    "Time to build a recall's access and recall-log events after its response (s)",
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025),
+)
 
 
 @contextmanager

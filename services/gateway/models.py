@@ -75,8 +75,8 @@ class RecallRequest(_Body):
     types: list[MemoryType] | None = Field(None, description="Memory layers to search; default all.")
     kinds: list[MemoryKind] | None = Field(
         None,
-        description="Granularity: 'turn', 'fact', 'episode'. Default turns and facts: whole-session "
-        "episode summaries are long and broad, ask for them explicitly (or use history).",
+        description="Granularity: 'turn', 'fact', 'lesson', 'episode'. Default turns, facts and lessons: "
+        "whole-session episode summaries are long and broad, ask for them explicitly (or use history).",
     )
     scopes: list[str] | None = Field(
         None, description="Scopes to search; default every scope the key may read."
@@ -91,7 +91,11 @@ class RecallRequest(_Body):
     order: Order = Field(
         "relevance", description="'relevance' (best first) or 'chronological' (oldest first)."
     )
-    include_superseded: bool = Field(False, description="Also return superseded (older) versions.")
+    include_superseded: bool = Field(
+        False,
+        description="Also return superseded (older) versions, marked status 'superseded' with "
+        "superseded_by; by default only the current version of each version chain is returned.",
+    )
     time_zone: str | None = Field(
         None,
         min_length=1,
@@ -145,16 +149,30 @@ class MemoryView(BaseModel):
     user_id: str = Field(description="End user the memory is about.")
     content: str = Field(description="Memory text (redacted by the guard).")
     type: MemoryType = Field(description="working / episodic / semantic.")
-    kind: MemoryKind = Field("turn", description="'turn', 'episode' or 'fact'.")
+    kind: MemoryKind = Field("turn", description="'turn', 'fact', 'lesson' or 'episode'.")
     source: Source = Field(description="Who said or produced it.")
     speaker: str | None = Field(None, description="Display name of the speaker.")
     scope: str = Field("global", description="'global' or 'agent:<id>'.")
     session_id: str = Field(description="Session it came from.")
     created_at: AwareDatetime = Field(description="When the remembered thing happened (user's offset).")
-    valid_to: AwareDatetime | None = Field(None, description="End of validity (set when expired).")
-    status: MemoryStatus = Field("active", description="active / superseded / expired / quarantined.")
+    valid_from: AwareDatetime | None = Field(None, description="Start of validity (event time).")
+    valid_to: AwareDatetime | None = Field(
+        None, description="End of validity: when a newer version replaced it, or when it was forgotten."
+    )
+    status: MemoryStatus = Field(
+        "active", description="active / superseded / merged / expired / quarantined."
+    )
     version: int = Field(1, description="Position in the version chain (1 = first).")
     parent_id: str | None = Field(None, description="Previous version, if any.")
+    superseded_by: str | None = Field(None, description="Next (newer) version, if any.")
+    merged_into: str | None = Field(None, description="The memory kept when this duplicate was merged.")
+    related_ids: list[str] = Field(default_factory=list, description="Memories it refines or is refined by.")
+    conflicts_with: list[str] = Field(
+        default_factory=list, description="Active memories it conflicts with (the judge was unsure)."
+    )
+    entity: str | None = Field(None, description="Facts: who or what the fact is about.")
+    attribute: str | None = Field(None, description="Facts: the attribute (e.g. 'employer').")
+    value: str | None = Field(None, description="Facts: the value stated.")
     tags: list[str] = Field(default_factory=list, description="Labels such as 'health'.")
     confidence: float = Field(description="0..1 confidence.")
     provenance: Provenance = Field(
@@ -167,13 +185,35 @@ class MemoryView(BaseModel):
         return cls.model_validate({**payload, "id": memory_id})
 
 
+class Evidence(BaseModel):
+    """A turn a fact was extracted from."""
+
+    id: str = Field(description="Turn memory id.")
+    content: str = Field(description="The turn's text.")
+    speaker: str | None = Field(None, description="Display name of the speaker.")
+    created_at: AwareDatetime = Field(description="When it was said.")
+    status: MemoryStatus = Field("active", description="The turn's status.")
+
+
 class RecalledMemory(MemoryView):
     """A recalled memory with its scores and rank (the "memory usage report")."""
 
     scores: Scores = Field(description="Similarity, time weight and final score.")
     rank: int = Field(ge=1, description="1-based position in the response.")
-    tokens: int = Field(0, ge=0, description="Tokens of this memory's text (counted for the budget).")
+    tokens: int = Field(
+        0, ge=0, description="Tokens of this memory's text and its evidence (counted for the budget)."
+    )
     duplicates: list[str] = Field(default_factory=list, description="Near-identical memories folded into it.")
+    evidence: list[Evidence] = Field(
+        default_factory=list, description="Facts: the turns the fact was extracted from (its evidence)."
+    )
+
+
+class ConflictPair(BaseModel):
+    """Two active memories the revision judge could not reconcile: the agent decides which holds."""
+
+    memory_ids: list[str] = Field(description="[returned memory, the memory it conflicts with].")
+    other: MemoryView = Field(description="The memory it conflicts with (it may not be among 'memories').")
 
 
 class RecallResponse(BaseModel):
@@ -187,6 +227,38 @@ class RecallResponse(BaseModel):
         None, description="[start, end) of the time expression the query named, in UTC, if any."
     )
     entities: list[str] = Field(default_factory=list, description="Entities found in the query.")
+    conflicts: list[ConflictPair] = Field(
+        default_factory=list,
+        description="Returned memories that conflict with another active memory (reconcile's judge "
+        "could not tell which holds): both are kept, the agent decides.",
+    )
+
+
+class FeedbackRequest(_Body):
+    """Which memories a recall returned the agent actually used (DESIGN.md section 10). Each id must be
+    one the recall returned; one label per memory. Returned memories left out count as unused."""
+
+    used: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories the agent used."
+    )
+    unused: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories it did not use."
+    )
+    wrong: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Ids of returned memories that were false or off-topic.",
+    )
+    outdated: list[str] = Field(
+        default_factory=list, max_length=100, description="Ids of returned memories that are no longer true."
+    )
+
+
+class FeedbackResult(BaseModel):
+    """Feedback recorded: one label per (query, memory); sending it again changes nothing."""
+
+    query_id: str = Field(description="The recall.")
+    labels: dict[str, str] = Field(description="Memory id -> label recorded (used, unused, wrong, outdated).")
 
 
 class ForgetResult(BaseModel):
@@ -196,14 +268,19 @@ class ForgetResult(BaseModel):
     status: Literal["expired", "deleted"] = Field(
         description="'expired' (soft: kept for history, never recalled) or 'deleted' (hard)."
     )
+    also_forgotten: list[str] = Field(
+        default_factory=list,
+        description="Memories forgotten with it: facts extracted from it and duplicates merged into it.",
+    )
 
 
 class MemoryDetail(BaseModel):
-    """One memory and its version chain."""
+    """One memory and its whole version chain (walked both ways)."""
 
     memory: Memory = Field(description="The full memory record.")
     chain: list[MemoryView] = Field(
-        description="Its versions, newest first: the memory itself, then each parent_id in turn."
+        description="Every version of its chain, newest first: the newer versions (superseded_by), the "
+        "memory itself, then the older ones (parent_id)."
     )
 
 
@@ -220,6 +297,10 @@ class HealthResponse(BaseModel):
 
     status: Literal["ok", "unavailable"] = Field(description="'ok' when every check passed.")
     checks: dict[str, str] = Field(description="Check name -> 'ok' or the failure.")
+    tuned: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Tuned settings each service of this process loaded at start-up (version, values, file).",
+    )
 
 
 class QuarantineListRequest(_Body):

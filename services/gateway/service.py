@@ -6,29 +6,54 @@ Reads (``recall``, ``get``, ``history``) go to the vector store with the caller'
 into the filter; the tenant always comes from the API key (:class:`Principal`), never from the
 request. ``forget`` is the one store write: a soft expiry (or a hard delete) of the caller's own
 memory. Store calls are synchronous, so they run in worker threads.
+
+Recall answers without waiting for its access events and recall log: they go to ``memory.access.v1``
+and ``memory.recalls.v1`` through a :class:`~hindsight.publisher.BackgroundPublisher`
+(:attr:`MemoryService.access_log`), which the gateway's lifespan drains on shutdown (see its
+docstring for what a crash loses and why that is acceptable for access and tuning logs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hindsight.ids import access_id
+from hindsight.analytics.store import RecallOwner
+from hindsight.chains import ChainEditor, Loader, ids_of, walk_chain
+from hindsight.ids import access_id, stable_id
 from hindsight.pii import redact
-from hindsight.recall import RecallParams, recall
+from hindsight.publisher import BackgroundPublisher
+from hindsight.recall import RecallParams, RecallResult, recall
+from hindsight.recall.trace import trace
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
-from schemas import AccessEvent, InteractionEvent, SessionClosedEvent, Topic, partition_key
+from schemas import (
+    AccessEvent,
+    InteractionEvent,
+    RecallCandidate,
+    RecallFeedbackEvent,
+    RecallLogEvent,
+    SessionClosedEvent,
+    Topic,
+    partition_key,
+)
+from schemas.v1 import FeedbackLabel
 from services.gateway.auth import Principal
-from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError
-from services.gateway.metrics import RECALLED, observe
+from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError, RecallNotFoundError
+from services.gateway.metrics import LOG_BUILD, RECALLED, observe
 from services.gateway.models import (
     Accepted,
+    ConflictPair,
+    Evidence,
+    FeedbackResult,
     ForgetResult,
     HistoryResponse,
     MemoryDetail,
@@ -41,6 +66,7 @@ from services.gateway.models import (
 )
 
 if TYPE_CHECKING:
+    from hindsight.recall.rank import RecalledMemory as RankedMemory
     from hindsight.runtime import Resources
     from schemas.v1 import MemoryType, Source
     from services.gateway.settings import GatewaySettings
@@ -78,10 +104,74 @@ def _aware(name: str, value: datetime | None) -> None:
         )
 
 
-DEFAULT_RECALL_KINDS = ("turn", "fact")
-"""What recall searches unless the caller asks for other kinds: precise memories; episode summaries
-are broad and long (hundreds of tokens) and answer "what happened in that session" (ask for kind
-'episode', or use history)."""
+def wire_memory(hit: RankedMemory) -> RecalledMemory:
+    """The response view of one recalled memory (its record, the evidence turns of a fact, scores, rank
+    and tokens).
+
+    Raises:
+        pydantic.ValidationError: the stored payload is not a memory record.
+    """
+    return RecalledMemory.model_validate(
+        {
+            **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
+            "evidence": [
+                Evidence.model_validate({**payload, "id": turn_id}) for turn_id, payload in hit.evidence
+            ],
+            "scores": Scores(
+                similarity=hit.similarity,
+                relevance=hit.relevance,
+                dense_rank=hit.dense_rank,
+                lexical_rank=hit.lexical_rank,
+                rerank=hit.rerank_score,
+                time_weight=hit.time_weight,
+                in_time_window=hit.in_time_window,
+                final=hit.final_score,
+            ),
+            "rank": hit.rank,
+            "tokens": hit.tokens,
+            "duplicates": list(hit.duplicates),
+        }
+    )
+
+
+class RecentRecalls:
+    """The last ``size`` recalls of this process (query id -> tenant, user, returned ids), so feedback
+    right after a recall is checked without waiting for its log to reach ClickHouse. Bounded (LRU)."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._items: OrderedDict[str, tuple[str, RecallOwner]] = OrderedDict()
+
+    def add(self, tenant_id: str, query_id: str, user_id: str, returned: Sequence[str]) -> None:
+        """Remember one recall."""
+        self._items[query_id] = (tenant_id, RecallOwner(user_id, frozenset(returned)))
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def get(self, tenant_id: str, query_id: str) -> RecallOwner | None:
+        """The recall, if this process ran it for ``tenant_id`` (another tenant's id: ``None``)."""
+        found = self._items.get(query_id)
+        if found is None or found[0] != tenant_id:
+            return None
+        return found[1]
+
+
+DEFAULT_RECALL_KINDS = ("turn", "fact", "lesson")
+"""What recall searches unless the caller asks for other kinds: precise memories (turns, the facts
+drawn from them, lessons from finished tasks); episode summaries are broad and long (hundreds of
+tokens) and answer "what happened in that session" (ask for kind 'episode', or use history)."""
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """One validated recall request as the pipeline runs it (see :meth:`MemoryService.plan_recall`)."""
+
+    query: str
+    filter: MemoryFilter
+    params: RecallParams
+    rerank: bool
+    reference_time: datetime | None
+    time_zone: str | None
 
 
 class MemoryService:
@@ -89,12 +179,15 @@ class MemoryService:
 
     Args:
         resources: the process's clients (broker, vector store, embedder).
-        settings: gateway knobs (top_k bounds, similarity floor, time mode).
+        settings: gateway knobs (top_k bounds, similarity floor, time mode, access-log buffer).
     """
 
     def __init__(self, resources: Resources, settings: GatewaySettings) -> None:
         self._resources = resources
         self._settings = settings
+        self._recent = RecentRecalls()
+        self.access_log = BackgroundPublisher(resources.broker, "access", capacity=settings.access_log_buffer)
+        """Access events and recall logs, sent off the response path (run it with ``running()``)."""
 
     # -- scopes ---------------------------------------------------------------------------------
 
@@ -220,7 +313,7 @@ class MemoryService:
             )
         return value
 
-    async def recall(
+    def plan_recall(
         self,
         principal: Principal,
         *,
@@ -241,118 +334,176 @@ class MemoryService:
         token_budget: int | None = None,
         rerank: bool | None = None,
         recency: Literal["auto", "on", "off"] = "auto",
-    ) -> RecallResponse:
-        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
-        scores that explain each; publishes one access event per returned memory (flushed first).
+    ) -> RecallPlan:
+        """Validate a recall request into the filter (tenant from the key) and knobs the pipeline
+        runs; the arguments are those of :meth:`recall`.
 
         Raises:
             InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
             ForbiddenError: a per-agent key asked for another agent's scope.
-            StoreUnavailableError / ModelUnavailableError: the store, embedder or Kafka failed.
+        """
+        if not query or not query.strip():
+            raise InvalidRequestError(
+                "query is empty", field="query", fix="send the question to recall memories for"
+            )
+        if not user_id or not user_id.strip():
+            raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
+        k = self._top_k(top_k)
+        for name, value in (
+            ("time_from", time_from),
+            ("time_to", time_to),
+            ("reference_time", reference_time),
+        ):
+            _aware(name, value)
+        if time_from is not None and time_to is not None and time_from >= time_to:
+            raise InvalidRequestError(
+                "time_from is not before time_to",
+                field="time_from",
+                fix="send time_from earlier than time_to (the window is [time_from, time_to))",
+            )
+        flt = MemoryFilter(
+            tenant_id=principal.tenant_id,
+            user_id=user_id,
+            scopes=self._read_scopes(principal, scopes),
+            types=types,
+            kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
+            statuses=("active", "superseded") if include_superseded else ("active",),
+            tags_any=tags_any,
+            tags_exclude=tags_exclude,
+            created_from=time_from,
+            created_to=time_to,
+        )
+        use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
+        params = RecallParams(
+            top_k=k,
+            candidates=max(self._settings.candidates, k),
+            similarity_floor=self._settings.similarity_floor,
+            time_mode=self._settings.time_mode,
+            order=order,
+            rerank=use_rerank,
+            rerank_top_n=self._resources.settings.reranker.top_n,
+            token_budget=token_budget or self._settings.token_budget,
+            recency=recency,
+        )
+        return RecallPlan(query, flt, params, use_rerank, reference_time, time_zone)
+
+    async def run_recall(self, plan: RecallPlan) -> RecallResult:
+        """Run the recall pipeline for ``plan`` (no response building, no access events).
+
+        Raises:
+            InvalidRequestError: unknown ``time_zone``.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
+        """
+        try:
+            return await recall(
+                plan.query,
+                plan.filter,
+                store=self._resources.vector_store(),
+                embedder=self._resources.embedder(),
+                lexical=self._resources.lexical(),
+                reranker=self._resources.reranker() if plan.rerank else None,
+                params=plan.params,
+                reference_time=plan.reference_time,
+                time_zone=plan.time_zone,
+            )
+        except ValueError as exc:  # unknown time zone (the message names it)
+            raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
+
+    async def recall(
+        self,
+        principal: Principal,
+        *,
+        query: str,
+        user_id: str,
+        **options: Any,
+    ) -> RecallResponse:
+        """Recall the caller's tenant's memories of ``user_id`` most relevant to ``query``, with the
+        scores that explain each. Queues one access event per returned memory and one
+        :class:`~schemas.RecallLogEvent` (every candidate, its scores and outcome, latency per step,
+        the redacted query) for tuning, sent in the background (the answer does not wait for the
+        broker); ``options`` are those of :meth:`plan_recall`.
+
+        Raises:
+            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            ForbiddenError: a per-agent key asked for another agent's scope.
+            StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
         """
         with observe("recall"):
-            if not query or not query.strip():
-                raise InvalidRequestError(
-                    "query is empty", field="query", fix="send the question to recall memories for"
-                )
-            if not user_id or not user_id.strip():
-                raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
-            k = self._top_k(top_k)
-            for name, value in (
-                ("time_from", time_from),
-                ("time_to", time_to),
-                ("reference_time", reference_time),
-            ):
-                _aware(name, value)
-            if time_from is not None and time_to is not None and time_from >= time_to:
-                raise InvalidRequestError(
-                    "time_from is not before time_to",
-                    field="time_from",
-                    fix="send time_from earlier than time_to (the window is [time_from, time_to))",
-                )
-            flt = MemoryFilter(
-                tenant_id=principal.tenant_id,
-                user_id=user_id,
-                scopes=self._read_scopes(principal, scopes),
-                types=types,
-                kinds=DEFAULT_RECALL_KINDS if kinds is None else kinds,
-                statuses=("active", "superseded") if include_superseded else ("active",),
-                tags_any=tags_any,
-                tags_exclude=tags_exclude,
-                created_from=time_from,
-                created_to=time_to,
-            )
-            use_rerank = self._resources.settings.reranker.enabled if rerank is None else rerank
-            params = RecallParams(
-                top_k=k,
-                candidates=max(self._settings.candidates, k),
-                similarity_floor=self._settings.similarity_floor,
-                time_mode=self._settings.time_mode,
-                order=order,
-                rerank=use_rerank,
-                rerank_top_n=self._resources.settings.reranker.top_n,
-                token_budget=token_budget or self._settings.token_budget,
-                recency=recency,
-            )
-            try:
-                result = await recall(
-                    query,
-                    flt,
-                    store=self._resources.vector_store(),
-                    embedder=self._resources.embedder(),
-                    lexical=self._resources.lexical(),
-                    reranker=self._resources.reranker() if use_rerank else None,
-                    params=params,
-                    reference_time=reference_time,
-                    time_zone=time_zone,
-                )
-            except ValueError as exc:  # unknown time zone (the message names it)
-                raise InvalidRequestError(str(exc), field="time_zone", fix="use an IANA zone name") from exc
-            hits = result.memories
+            started = time.perf_counter()
+            plan = self.plan_recall(principal, query=query, user_id=user_id, **options)
+            result, params = await self.run_recall(plan), plan.params
             query_id = str(uuid.uuid4())
-            memories = [
-                RecalledMemory.model_validate(
-                    {
-                        **MemoryView.from_payload(hit.id, hit.payload).model_dump(),
-                        "scores": Scores(
-                            similarity=hit.similarity,
-                            relevance=hit.relevance,
-                            dense_rank=hit.dense_rank,
-                            lexical_rank=hit.lexical_rank,
-                            rerank=hit.rerank_score,
-                            time_weight=hit.time_weight,
-                            in_time_window=hit.in_time_window,
-                            final=hit.final_score,
-                        ),
-                        "rank": hit.rank,
-                        "tokens": hit.tokens,
-                        "duplicates": list(hit.duplicates),
-                    }
-                )
-                for hit in hits
-            ]
-            await self._publish_access(principal, query_id, query, memories)
-            RECALLED.inc(len(memories))
+            memories = [wire_memory(hit) for hit in result.memories]
             window = result.parsed.window
-            return RecallResponse(
+            response = RecallResponse(
                 query_id=query_id,
                 memories=memories,
                 tokens=result.tokens,
                 truncated=result.truncated,
                 time_window=None if window is None else [window.start, window.end],
                 entities=list(result.parsed.entities),
+                conflicts=[
+                    ConflictPair(
+                        memory_ids=[c.memory_id, c.other_id],
+                        other=MemoryView.from_payload(c.other_id, c.other),
+                    )
+                    for c in result.conflicts
+                ],
             )
+            served_ms = (time.perf_counter() - started) * 1000
+            self._log_recall(
+                principal,
+                query_id=query_id,
+                query=query,
+                user_id=user_id,
+                memories=memories,
+                result=result,
+                params=params,
+                served_ms=served_ms,
+            )
+            RECALLED.inc(len(memories))
+            return response
 
-    async def _publish_access(
-        self, principal: Principal, query_id: str, query: str, memories: Sequence[RecalledMemory]
+    async def explain(
+        self, principal: Principal, *, query: str, user_id: str, **options: Any
+    ) -> tuple[RecallResult, RecallParams, list[RecallCandidate]]:
+        """What :meth:`recall` would do for this query, with every candidate's scores and outcome
+        (:func:`hindsight.recall.trace.trace`), without logging an access: the console's "why".
+
+        Raises:
+            The errors of :meth:`recall`.
+        """
+        with observe("explain"):
+            plan = self.plan_recall(principal, query=query, user_id=user_id, **options)
+            result, params = await self.run_recall(plan), plan.params
+            return result, params, trace(result)
+
+    def _log_recall(
+        self,
+        principal: Principal,
+        *,
+        query_id: str,
+        query: str,
+        user_id: str,
+        memories: Sequence[RecalledMemory],
+        result: RecallResult,
+        params: RecallParams,
+        served_ms: float,
     ) -> None:
-        """One :class:`~schemas.AccessEvent` per returned memory, flushed (acknowledged) before return."""
-        if not memories:
-            return
+        """Queue one :class:`~schemas.AccessEvent` per returned memory and the
+        :class:`~schemas.RecallLogEvent` of the whole recall on :attr:`access_log` (sent in the
+        background: the answer does not wait for the broker; see
+        :class:`~hindsight.publisher.BackgroundPublisher` for what a crash can lose).
+
+        Built after the response (the candidates' trace costs ~0.1 ms per 10 candidates, measured by
+        ``hindsight_recall_log_build_seconds``); the query is redacted first (DESIGN.md s6: nothing
+        unredacted reaches ClickHouse).
+        """
+        built = time.perf_counter()
         now = datetime.now(UTC)
         agent = self._agent(principal, None)
-        publisher = self._resources.publisher()
-        safe_query = redact(query).text  # DESIGN.md s6: nothing unredacted reaches the access log
+        safe_query = redact(query).text
+        key = partition_key(principal.tenant_id, user_id)
         for memory in memories:
             event = AccessEvent(
                 access_id=access_id(query_id, memory.id),
@@ -369,8 +520,111 @@ class MemoryService:
                 query_text=safe_query,
                 accessed_at=now,
             )
-            publisher.send(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
-        await publisher.flush()
+            self.access_log.offer(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
+        window = result.parsed.window
+        log_event = RecallLogEvent(
+            query_id=query_id,
+            tenant_id=principal.tenant_id,
+            user_id=user_id,
+            agent_id=agent,
+            query_text=safe_query,
+            intent=result.parsed.intent,
+            entities=tuple(e for e in result.parsed.entities if e in safe_query),
+            window_start=None if window is None else window.start,
+            window_end=None if window is None else window.end,
+            wants_recent=result.parsed.wants_recent,
+            top_k=params.top_k,
+            similarity_floor=params.similarity_floor,
+            time_mode=params.time_mode,
+            order=params.order,
+            rerank=params.rerank,
+            token_budget=params.token_budget,
+            tokens=result.tokens,
+            truncated=result.truncated,
+            candidates=tuple(trace(result)),
+            timings_ms={**result.timings_ms, "served": served_ms},
+            reference_time=result.reference_time or now,
+            recalled_at=now,
+        )
+        self.access_log.offer(Topic.RECALLS, key, log_event)
+        self._recent.add(principal.tenant_id, query_id, user_id, [m.id for m in memories])
+        LOG_BUILD.observe(time.perf_counter() - built)
+
+    async def feedback(
+        self,
+        principal: Principal,
+        *,
+        query_id: str,
+        used: Sequence[str] = (),
+        unused: Sequence[str] = (),
+        wrong: Sequence[str] = (),
+        outdated: Sequence[str] = (),
+    ) -> FeedbackResult:
+        """Record which memories recall ``query_id`` returned were used (and which were unused, wrong
+        or outdated) as labels in ClickHouse, one per (query, memory): sending the same feedback
+        again changes nothing, a later label for the same memory replaces the earlier one. Returned
+        memories a recall with feedback does not label count as unused for tuning.
+
+        Raises:
+            RecallNotFoundError: no recall ``query_id`` for this key's tenant (another tenant's query id
+                gives the same answer), or its log has not reached ClickHouse yet.
+            InvalidRequestError: no id at all, an id in two lists, or an id the recall did not return.
+            StoreUnavailableError: ClickHouse or Kafka failed.
+        """
+        with observe("feedback"):
+            labels: dict[str, FeedbackLabel] = {}
+            for name, ids in (("used", used), ("unused", unused), ("wrong", wrong), ("outdated", outdated)):
+                for memory_id in ids:
+                    if labels.get(memory_id, name) != name:
+                        raise InvalidRequestError(
+                            f"memory {memory_id!r} is in both {labels[memory_id]!r} and {name!r}",
+                            field=name,
+                            fix="give each memory one label",
+                        )
+                    labels[memory_id] = name  # type: ignore[assignment]
+            if not labels:
+                raise InvalidRequestError(
+                    "no memory ids given",
+                    field="used",
+                    fix="list the ids of the returned memories the agent used (and optionally unused, "
+                    "wrong, outdated)",
+                )
+            owner = self._recent.get(principal.tenant_id, query_id)
+            if owner is None:
+                owner = await asyncio.to_thread(
+                    self._resources.analytics().recall_owner, principal.tenant_id, query_id
+                )
+            if owner is None:
+                raise RecallNotFoundError(query_id)
+            stray = sorted(set(labels) - owner.returned)
+            if stray:
+                field = labels[stray[0]]
+                raise InvalidRequestError(
+                    f"recall {query_id} did not return {stray[:5]}",
+                    field=field,
+                    fix="label only memories this recall returned (the ids in its response)",
+                )
+            now = datetime.now(UTC)
+            agent = self._agent(principal, None)
+            publisher = self._resources.publisher()
+            key = partition_key(principal.tenant_id, owner.user_id)
+            for memory_id, label in labels.items():
+                publisher.send(
+                    Topic.FEEDBACK,
+                    key,
+                    RecallFeedbackEvent(
+                        feedback_id=stable_id("feedback", principal.tenant_id, query_id, memory_id),
+                        query_id=query_id,
+                        tenant_id=principal.tenant_id,
+                        user_id=owner.user_id,
+                        agent_id=agent,
+                        memory_id=memory_id,
+                        label=label,
+                        given_at=now,
+                    ),
+                )
+            await publisher.flush()
+            return FeedbackResult(query_id=query_id, labels=labels)
 
     async def _owned(self, principal: Principal, memory_id: str) -> VectorRecord:
         """The caller's memory ``memory_id``; another tenant's (or scope's) memory is "not found"."""
@@ -388,9 +642,31 @@ class MemoryService:
             raise NotFoundError(memory_id)
         return record
 
+    def _chain_loader(self, principal: Principal, user_id: str) -> Loader:
+        """Payload lookup for chain walks that sees only the caller's tenant, its readable scopes and
+        ``user_id`` (a chain never links two tenants' or users' memories; this holds even if one did)."""
+        store = self._resources.vector_store()
+        allowed = principal.allowed_scopes()
+
+        def load(ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+            return {
+                r.id: r.payload
+                for r in store.retrieve(list(ids))
+                if r.payload.get("tenant_id") == principal.tenant_id
+                and r.payload.get("user_id") == user_id
+                and (allowed is None or r.payload.get("scope") in allowed)
+            }
+
+        return load
+
     async def forget(self, principal: Principal, *, memory_id: str, hard: bool = False) -> ForgetResult:
         """Forget one of the caller's memories: soft (``status='expired'``, ``valid_to`` and
         ``expired_ts`` = now; kept for history, never recalled) or hard (deleted).
+
+        Version chains stay consistent (:meth:`hindsight.chains.ChainEditor.detach`): the newer
+        version of a forgotten one now follows the older one; forgetting the newest version makes the
+        one it replaced current again. The facts extracted from a forgotten turn and the duplicates
+        merged into it are forgotten with it (``also_forgotten``).
 
         Raises:
             NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
@@ -399,17 +675,39 @@ class MemoryService:
         with observe("forget"):
             record = await self._owned(principal, memory_id)
             store = self._resources.vector_store()
+            load = self._chain_loader(principal, str(record.payload.get("user_id")))
+
+            def plan() -> tuple[dict[str, dict[str, Any]], list[str]]:
+                editor = ChainEditor(load)
+                editor.preload({record.id: record.payload})
+                targets = [record.id]
+                for derived in ids_of(record.payload.get("derived_ids")):
+                    if editor.node(derived) is not None:
+                        targets.append(derived)
+                for target in list(targets):
+                    for duplicate in editor.detach(target):
+                        if duplicate not in targets and editor.node(duplicate) is not None:
+                            editor.detach(duplicate)
+                            targets.append(duplicate)
+                return editor.changes(), targets
+
+            changes, targets = await asyncio.to_thread(plan)
+            for changed_id, fields in changes.items():
+                await asyncio.to_thread(store.set_payload, [changed_id], fields)
+            also = targets[1:]
             if hard:
-                await asyncio.to_thread(store.delete, [record.id])
-                return ForgetResult(id=record.id, status="deleted")
-            if record.payload.get("status") != "expired":
-                now = datetime.now(UTC)
-                updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
-                await asyncio.to_thread(store.set_payload, [record.id], updates)
-            return ForgetResult(id=record.id, status="expired")
+                await asyncio.to_thread(store.delete, targets)
+                return ForgetResult(id=record.id, status="deleted", also_forgotten=also)
+            now = datetime.now(UTC)
+            updates = {"status": "expired", "valid_to": now.isoformat(), "expired_ts": now.timestamp()}
+            current = await asyncio.to_thread(store.retrieve, targets)
+            live = [r.id for r in current if r.payload.get("status") != "expired"]
+            if live:
+                await asyncio.to_thread(store.set_payload, live, updates)
+            return ForgetResult(id=record.id, status="expired", also_forgotten=also)
 
     async def get(self, principal: Principal, *, memory_id: str) -> MemoryDetail:
-        """One of the caller's memories and its version chain (newest first, following ``parent_id``).
+        """One of the caller's memories and its whole version chain, walked both ways, newest first.
 
         Raises:
             NotFoundError: no such memory in the caller's tenant (another tenant's id gives the same).
@@ -417,18 +715,12 @@ class MemoryService:
         """
         with observe("get"):
             record = await self._owned(principal, memory_id)
-            chain = [MemoryView.from_payload(record.id, record.payload)]
-            seen = {record.id}
-            parent = record.payload.get("parent_id")
-            while parent and parent not in seen and len(chain) < MAX_CHAIN:
-                try:
-                    older = await self._owned(principal, str(parent))
-                except NotFoundError:
-                    break  # a parent hard-deleted (or never visible to this key) ends the chain
-                chain.append(MemoryView.from_payload(older.id, older.payload))
-                seen.add(older.id)
-                parent = older.payload.get("parent_id")
-            return MemoryDetail(memory=from_payload(public_view(record.payload)), chain=chain)
+            load = self._chain_loader(principal, str(record.payload.get("user_id")))
+            chain = await asyncio.to_thread(walk_chain, record.id, load, limit=MAX_CHAIN)
+            return MemoryDetail(
+                memory=from_payload(public_view(record.payload)),
+                chain=[MemoryView.from_payload(i, p) for i, p in reversed(chain)],
+            )
 
     async def history(
         self,
@@ -439,10 +731,12 @@ class MemoryService:
         types: Sequence[MemoryType] | None = None,
         include_inactive: bool = True,
         limit: int = 100,
+        memory_id: str | None = None,
     ) -> HistoryResponse:
         """The user's memories in chronological order (``created_at``), with status and version: the
         newest ``limit`` of them, oldest first. Expired and superseded ones are included unless
-        ``include_inactive`` is false.
+        ``include_inactive`` is false. With ``memory_id``: only that memory's version chain (walked
+        both ways from it), oldest first.
 
         Raises:
             InvalidRequestError: empty ``user_id``, or ``limit`` outside 1..history_max.
@@ -456,6 +750,19 @@ class MemoryService:
                     f"limit={limit!r} is out of range",
                     field="limit",
                     fix=f"use 1..{self._settings.history_max}",
+                )
+            if memory_id is not None:
+                record = await self._owned(principal, memory_id)
+                if record.payload.get("user_id") != user_id:
+                    raise NotFoundError(memory_id)
+                chain = await asyncio.to_thread(
+                    walk_chain, record.id, self._chain_loader(principal, user_id), limit=MAX_CHAIN
+                )
+                versions = [(i, p) for i, p in chain if include_inactive or p.get("status") == "active"]
+                return HistoryResponse(
+                    user_id=user_id,
+                    memories=[MemoryView.from_payload(i, p) for i, p in versions[-limit:]],
+                    truncated=len(versions) > limit,
                 )
             flt = MemoryFilter(
                 tenant_id=principal.tenant_id,

@@ -53,6 +53,23 @@ class GatewaySettings(BaseSettings):
     token_budget: int = Field(
         2000, ge=1, description="Default most tokens of memory text per recall response."
     )
+    keep_alive_s: int = Field(
+        75,
+        ge=1,
+        description="Seconds an idle HTTP keep-alive connection stays open (uvicorn's default is 5: an "
+        "agent calling every few seconds would reconnect, or race the server's close).",
+    )
+    mcp_json_response: bool = Field(
+        True,
+        description="Answer each MCP request with one JSON body instead of an SSE stream: the tools "
+        "send no progress or server-initiated requests, and it costs less CPU per call.",
+    )
+    access_log_buffer: int = Field(
+        10_000,
+        ge=1,
+        description="Access events waiting to be sent in the background; beyond it they are dropped "
+        "(counted), never slowing a recall.",
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -71,6 +88,7 @@ class GatewaySettings(BaseSettings):
                 raise ConfigurationError(
                     "HINDSIGHT_GATEWAY_API_KEYS must be set in production mode (KEY=TENANT[:AGENT],...)"
                 )
+            # the developer on a laptop is also the operator: the dev key opens the console
             self.api_keys = {DEV_KEY: Principal(tenant_id="default", role="admin")}
         if not self.api_keys:
             raise ConfigurationError(

@@ -52,9 +52,27 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
 
 
+_CLAUSE_RE: Final = re.compile(r"[^.!?。！？;；\n,，、:：]+")
+_ENDS: Final[tuple[str, ...]] = tuple(".!?。！？;；\n,，、:：")
+
+
+def claim_length(key: str) -> int:
+    """Length of a normalised claim in Latin-letter equivalents: a CJK character counts twice (one
+    Chinese character carries about a word; "默认收货地址是上海仓库" is a full claim at 11 characters)."""
+    return len(key) + sum(1 for c in key if "\u3400" <= c <= "\u9fff")
+
+
 def repeated_claims(text: str, *, min_count: int, min_chars: int) -> list[str]:
-    """Normalised sentences of at least ``min_chars`` characters that occur ``min_count`` or more times."""
-    counts = Counter(k for s in sentences(text) if len(k := claim_key(s)) >= min_chars)
+    """Normalised sentences or clauses (split at sentence ends, commas and colons) of at least
+    ``min_chars`` (:func:`claim_length`) that occur ``min_count`` or more times.
+
+    A text too short for ``min_count`` such clauses, or with fewer than ``min_count - 1`` separators,
+    cannot hold one and is not split (most chat turns)."""
+    if 2 * len(text) < min_count * min_chars or sum(text.count(c) for c in _ENDS) < min_count - 1:
+        return []
+    counts = Counter(
+        k for part in _CLAUSE_RE.findall(text) if claim_length(k := claim_key(part)) >= min_chars
+    )
     return [k for k, n in counts.items() if n >= min_count]
 
 

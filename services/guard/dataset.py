@@ -4,9 +4,12 @@ One example per line, ``KIND|SOURCE|TEXT``; ``#`` starts a comment line. Spans t
 redacted are marked inline as ``[[type:value]]`` (types of :mod:`hindsight.pii`); the marks are
 removed from the text and kept as :class:`Span` offsets. A literal ``\\n`` in TEXT is a newline.
 KIND is ``pii``, ``lookalike``, ``secret``, ``benign`` or an attack kind (:data:`ATTACK_KINDS`).
+SOURCE is an event source, optionally with a tool name: ``tool:web_fetch`` (the benchmark then
+sends TEXT as the event's ``tool_result``, the way an agent reports a tool call).
 
 Split: an example is ``heldout`` when ``crc32(text) % 3 == 0``, else ``dev`` (deterministic, about a
-third held out, independent of line order).
+third held out, independent of line order). A file whose first lines contain ``#! split: NAME``
+puts every example in split ``NAME`` (a whole file held out, e.g. ``fresh``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, Literal, get_args
 
@@ -28,6 +31,7 @@ KINDS: Final[frozenset[str]] = frozenset({"pii", "lookalike", "secret", "benign"
 SOURCES: Final[frozenset[str]] = frozenset(get_args(Source))
 
 _MARK_RE: Final = re.compile(r"\[\[([a-z_]+):(.+?)\]\]", re.DOTALL)
+_SPLIT_RE: Final = re.compile(r"^#!\s*split:\s*([a-z0-9_]+)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,8 @@ class Example:
     text: str
     spans: tuple[Span, ...]
     line: int
+    tool_name: str | None = None
+    fixed_split: str | None = None
 
     @property
     def attack(self) -> bool:
@@ -55,8 +61,11 @@ class Example:
         return self.kind in ATTACK_KINDS
 
     @property
-    def split(self) -> Literal["dev", "heldout"]:
-        """``heldout`` for about a third of the examples (crc32 of the text), else ``dev``."""
+    def split(self) -> str:
+        """The file's fixed split if it names one, else ``heldout`` for about a third of the
+        examples (crc32 of the text) and ``dev`` for the rest."""
+        if self.fixed_split is not None:
+            return self.fixed_split
         return "heldout" if zlib.crc32(self.text.encode("utf-8")) % 3 == 0 else "dev"
 
 
@@ -72,7 +81,8 @@ def parse_line(raw: str, line: int = 0) -> Example | None:
     parts = stripped.split("|", 2)
     if len(parts) != 3:
         raise ValueError(f"line {line}: expected KIND|SOURCE|TEXT, got {stripped[:60]!r}")
-    kind, source, marked = parts[0].strip(), parts[1].strip(), parts[2].replace("\\n", "\n")
+    kind, marked = parts[0].strip(), parts[2].replace("\\n", "\n")
+    source, _, tool = parts[1].strip().partition(":")
     if kind not in KINDS:
         raise ValueError(f"line {line}: unknown kind {kind!r}; use one of {sorted(KINDS)}")
     if source not in SOURCES:
@@ -91,15 +101,21 @@ def parse_line(raw: str, line: int = 0) -> Example | None:
         length += len(value)
         pos = m.end()
     text.append(marked[pos:])
-    return Example(kind, source, "".join(text), tuple(spans), line)
+    return Example(kind, source, "".join(text), tuple(spans), line, tool or None)
 
 
 def parse(lines: Iterable[str]) -> Iterator[Example]:
-    """Every example of ``lines`` (see :func:`parse_line`)."""
+    """Every example of ``lines`` (see :func:`parse_line`); a ``#! split: NAME`` line fixes the
+    split of every example after it."""
+    fixed: str | None = None
     for i, raw in enumerate(lines, start=1):
+        directive = _SPLIT_RE.match(raw.strip())
+        if directive is not None:
+            fixed = directive.group(1)
+            continue
         example = parse_line(raw, i)
         if example is not None:
-            yield example
+            yield example if fixed is None else replace(example, fixed_split=fixed)
 
 
 def load(path: Path) -> list[Example]:

@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+import ahocorasick_rs
+
 # ---------------------------------------------------------------------------------------------
 # Building blocks. No \b: Python treats CJK characters as word characters, so "请ignore" has no
 # word boundary. Explicit ASCII look-arounds work next to CJK text.
@@ -284,23 +286,117 @@ def _en_conditional(sentence: str) -> bool:
     )
 
 
+_WHOLE_TRIGGERS: Final[tuple[str, ...]] = (
+    *[
+        "ignore",
+        "disregard",
+        "forget",
+        "override",
+        "bypass",
+        "discard",
+        "drop",
+        "remember",
+        "note",
+        "memori",
+        "keep",
+        "mode",
+        "system",
+        "instruction",
+    ],
+    "you are now",
+    "your new",
+    "<|",
+    "[inst]",
+    "[/inst]",
+    "<<sys>>",
+    "<</sys>>",
+    *[
+        "忽略",
+        "无视",
+        "忘记",
+        "忘掉",
+        "不要理会",
+        "不用管",
+        "别管",
+        "跳过",
+        "覆盖",
+        "记住",
+        "记得",
+        "牢记",
+        "别忘了",
+        "不要忘记",
+        "你现在",
+        "你从现在",
+        "你的新",
+        "模式",
+    ],
+    *["用户", "客户", "别人", "有人", "任何人", "其他人", "他人", "对方"],
+)
+"""A literal every whole-text rule needs (override, memory, role, markup, Chinese condition)."""
+_SENTENCE_TRIGGERS: Final[tuple[str, ...]] = (
+    *["always", "never", "henceforth", "hereafter", "future", "subsequent", "later"],
+    "from now",
+    "from this point",
+    "from here",
+    "going forward",
+    "rest of",
+    "every time",
+    "each time",
+    *["从现在", "从今", "从此", "此后", "以后", "今后", "往后", "每次"],
+)
+"""A literal the per-sentence rules (persistence, always/never) need."""
+_TRIGGERS: Final = ahocorasick_rs.AhoCorasick(
+    [*_WHOLE_TRIGGERS, *_SENTENCE_TRIGGERS], matchkind=ahocorasick_rs.MatchKind.Standard
+)
+_N_WHOLE: Final[int] = len(_WHOLE_TRIGGERS)
+
+
+def _triggers(text: str) -> tuple[bool, bool]:
+    """Whether ``text`` holds a whole-text trigger and a sentence trigger (lower case, whitespace
+    collapsed, one Aho-Corasick scan): without them the rules that need them cannot fire."""
+    folded = " ".join(text.lower().split())
+    whole = sentence = False
+    for index, _, _ in _TRIGGERS.find_matches_as_indexes(folded, overlapping=True):
+        if index < _N_WHOLE:
+            whole = True
+        else:
+            sentence = True
+        if whole and sentence:
+            break
+    return whole, sentence
+
+
 def detect_poisoning(text: str) -> tuple[PoisoningSignal, ...]:
     """Poisoning signals in ``text``, one per fired rule, in :data:`RULE_REASONS` order.
 
     Rules and their false-positive stance are in the module docstring (DESIGN.md section 6).
-    An empty tuple means no rule fired.
+    An empty tuple means no rule fired. Texts without any trigger word skip the rules that need one
+    (same result, tested against :func:`detect_poisoning_unfiltered` on every labelled line).
     """
+    return _detect(text, prefilter=True)
+
+
+def detect_poisoning_unfiltered(text: str) -> tuple[PoisoningSignal, ...]:
+    """:func:`detect_poisoning` without the trigger-word pre-filter (the reference for tests)."""
+    return _detect(text, prefilter=False)
+
+
+def _detect(text: str, *, prefilter: bool) -> tuple[PoisoningSignal, ...]:
     fired: set[str] = set()
-    if _EN_OVERRIDE_RE.search(text) or _ZH_OVERRIDE_RE.search(text):
-        fired.add("override_instructions")
-    if _EN_MEMORY_RE.search(text) or _ZH_MEMORY_RE.search(text):
-        fired.add("memory_directive")
-    if _EN_ROLE_RE.search(text) or _ZH_ROLE_RE.search(text):
-        fired.add("role_override")
-    if _MARKUP_RE.search(text):
-        fired.add("prompt_injection_markup")
-    if _ZH_CONDITION_RE.search(text):
-        fired.add("conditional_trigger")
+    whole, sentence_words = _triggers(text) if prefilter else (True, True)
+    if whole:
+        if _EN_OVERRIDE_RE.search(text) or _ZH_OVERRIDE_RE.search(text):
+            fired.add("override_instructions")
+        if _EN_MEMORY_RE.search(text) or _ZH_MEMORY_RE.search(text):
+            fired.add("memory_directive")
+        if _EN_ROLE_RE.search(text) or _ZH_ROLE_RE.search(text):
+            fired.add("role_override")
+        if _MARKUP_RE.search(text):
+            fired.add("prompt_injection_markup")
+        if _ZH_CONDITION_RE.search(text):
+            fired.add("conditional_trigger")
+    if not sentence_words and not _EN_CONDITION_RE.search(text):
+        return tuple(PoisoningSignal(rule, reason) for rule, reason in RULE_REASONS.items() if rule in fired)
     for sentence in _SENTENCE_SPLIT_RE.split(text):
         if not sentence:
             continue

@@ -6,21 +6,21 @@ Data: the composed lines (``services/guard/data/train_composed.txt``, see
 (``bench/data/guard_set.txt``; its held-out third is never read here). PII, look-alike and secret
 lines count as benign; ``repetition`` lines are left out (the repetition layer handles them).
 
-Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``,
-C chosen by 5-fold stratified cross-validation on the training lines), binary features L2-normalised
-per line (:func:`services.guard.classifier.feature_names`; features seen fewer than
-:data:`MIN_COUNT` times are dropped). Deterministic: same files, same weights. Written as gzipped
-JSON (classes, vocabulary, weights rounded to 4 decimals, intercept) to
-:data:`services.guard.classifier.MODEL_PATH`.
+Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``),
+binary features L2-normalised per line, built by the very function inference uses
+(:func:`services.guard.classifier.columns`: hashed character n-grams, rule signals, cues, bias, each
+in a shared and a source-group copy). Deterministic: same files, same weights. Written as ``.npz``
+(no pickle: the non-zero weight rows as float32, their row ids, classes, intercept, and a JSON
+``meta`` naming the feature layout) to :data:`services.guard.classifier.MODEL_PATH`.
 """
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 import sys
+import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -30,14 +30,22 @@ from scipy.sparse import csr_matrix
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-from services.guard.classifier import BENIGN, MODEL_PATH, feature_names
+from services.guard.classifier import (
+    BENIGN,
+    CUE_NAMES,
+    HASH_BITS,
+    MODEL_PATH,
+    N_FEATURES,
+    NGRAMS,
+    RULES,
+    columns,
+)
 from services.guard.dataset import Example, load
 
 ROOT: Final[Path] = Path(__file__).resolve().parents[2]
 DATA: Final[Path] = Path(__file__).parent / "data"
 TRAIN_FILES: Final[tuple[Path, ...]] = (DATA / "train_composed.txt", DATA / "train_handwritten.txt")
 BENCH_SET: Final[Path] = ROOT / "bench" / "data" / "guard_set.txt"
-MIN_COUNT: Final[int] = 2
 C_GRID: Final[tuple[float, ...]] = (8.0,)
 """Inverse regularisation tried (a grid of 1, 4, 16 gave CV accuracy 0.987 / 0.993 / 0.995 on the
 composed lines, which are too alike for CV to choose well; 8 is the middle, and one value keeps
@@ -68,27 +76,24 @@ def training_examples(bench_set: Path = BENCH_SET) -> list[Example]:
     return out
 
 
-def _matrix(rows: Sequence[list[str]], vocab: dict[str, int]) -> csr_matrix:
+def _matrix(examples: Sequence[Example]) -> csr_matrix:
     indptr, indices, data = [0], [], []
-    for feats in rows:
-        cols = sorted({vocab[f] for f in feats if f in vocab})
-        indices.extend(cols)
-        data.extend([1.0 / np.sqrt(len(cols))] * len(cols) if cols else [])
+    for e in examples:
+        cols = np.unique(columns(e.text, e.source))
+        indices.extend(cols.tolist())
+        data.extend([1.0 / np.sqrt(len(cols))] * len(cols))
         indptr.append(len(indices))
-    return csr_matrix((data, indices, indptr), shape=(len(rows), len(vocab)), dtype=np.float64)
+    return csr_matrix((data, indices, indptr), shape=(len(examples), 3 * N_FEATURES), dtype=np.float64)
 
 
 def train(
     examples: Sequence[Example], *, cross_validate: bool = False
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Fit the model; returns ``(model document, report)`` (report: C chosen, CV accuracy per C,
-    cross-validated recall per class)."""
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Fit the model; returns ``(arrays of the model file, report)`` (report: lines, C, and with
+    ``cross_validate`` the 5-fold accuracy per C and cross-validated recall per class)."""
     pairs = [(e, y) for e in examples if (y := label(e)) is not None]
-    feats = [feature_names(e.text, e.source) for e, _ in pairs]
+    x = _matrix([e for e, _ in pairs])
     labels = np.array([y for _, y in pairs])
-    counts = Counter(f for row in feats for f in set(row))
-    vocab = {f: i for i, f in enumerate(sorted(f for f, n in counts.items() if n >= MIN_COUNT))}
-    x = _matrix(feats, vocab)
     folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
     cv: dict[str, float] = {}
     best_c, best_acc, best_pred = C_GRID[0], -1.0, labels
@@ -101,30 +106,95 @@ def train(
             best_c, best_acc, best_pred = c, acc, pred
     final = LogisticRegression(C=best_c, class_weight="balanced", max_iter=500).fit(x, labels)
     classes = [str(c) for c in final.classes_]
-    doc = {
-        "version": f"lr-char2-4-C{best_c:g}-n{len(pairs)}",
-        "classes": classes,
-        "vocabulary": vocab,
-        "weights": np.round(final.coef_.T, 4).tolist(),
-        "intercept": np.round(final.intercept_, 4).tolist(),
+    coef = final.coef_.T.astype(np.float32)  # (3 * N_FEATURES, classes)
+    rows = np.flatnonzero(np.abs(coef).max(axis=1) >= 1e-4).astype(np.int32)
+    meta = {
+        "version": f"lr-hash{HASH_BITS}-char2-4-cues-C{best_c:g}-n{len(pairs)}",
+        "hash_bits": HASH_BITS,
+        "ngrams": list(NGRAMS),
+        "rules": list(RULES),
+        "cues": list(CUE_NAMES),
     }
-    report: dict[str, Any] = {"lines": len(pairs), "features": len(vocab), "C": best_c}
+    arrays = {
+        "meta": np.asarray(json.dumps(meta)),
+        "classes": np.asarray(classes),
+        "rows": rows,
+        "values": coef[rows],
+        "intercept": final.intercept_.astype(np.float32),
+    }
+    report: dict[str, Any] = {
+        "lines": len(pairs),
+        "rows": len(rows),
+        "C": best_c,
+        "version": meta["version"],
+    }
     if cv:
         report["cv_accuracy"] = cv
         report["cv_recall"] = {
             c: round(float((best_pred[labels == c] == c).mean()), 4) for c in classes if (labels == c).any()
         }
-    return doc, report
+    return arrays, report
+
+
+def write(arrays: dict[str, np.ndarray], target: Path) -> None:
+    """Write the model file (``np.savez_compressed``, deterministic bytes for the same arrays)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(buffer.getvalue())
+
+
+SWEEP: Final[tuple[float, ...]] = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+
+
+def sweep(examples: Sequence[Example], folds: int = 5) -> list[dict[str, Any]]:
+    """Out-of-fold threshold sweep on the hand-written dev lines (the benchmark set's dev split,
+    ``examples`` holding them): each fold trains on the composed lines plus the other folds' dev
+    lines and scores its own dev lines with the shipped inference code; per threshold, the share of
+    dev attacks (text classes) scored at or above it and the share of benign dev lines (PII and
+    look-alikes included) scored at or above it."""
+    from services.guard.classifier import InstructionClassifier  # noqa: PLC0415
+
+    bench = {e.text for e in load(BENCH_SET)}
+    dev = [e for e in examples if e.text in bench and label(e) is not None]
+    rest = [e for e in examples if e.text not in bench]
+    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
+    scores: list[tuple[bool, float]] = []
+    for train_idx, test_idx in split.split(dev, [label(e) for e in dev]):
+        arrays, _ = train([*rest, *(dev[i] for i in train_idx)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "fold.npz"
+            write(arrays, path)
+            model = InstructionClassifier.load(path)
+        for i in test_idx:
+            e = dev[i]
+            scores.append((label(e) != BENIGN, model.score(e.text, e.source).attack))
+    attacks = [s for is_attack, s in scores if is_attack]
+    benign = [s for is_attack, s in scores if not is_attack]
+    return [
+        {
+            "threshold": t,
+            "dev_attack_recall": round(sum(s >= t for s in attacks) / len(attacks), 4),
+            "dev_benign_false_quarantine": round(sum(s >= t for s in benign) / len(benign), 4),
+            "attacks": len(attacks),
+            "benign": len(benign),
+        }
+        for t in SWEEP
+    ]
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    """Train on the shipped data and write :data:`MODEL_PATH` (or the path given as argument)."""
-    target = Path(argv[0]) if argv else MODEL_PATH
+    """Train on the shipped data and write :data:`MODEL_PATH` (or the path given as argument);
+    ``--sweep`` prints the out-of-fold threshold sweep (:func:`sweep`) instead."""
+    if "--sweep" in argv:
+        for line in sweep(training_examples()):
+            print(json.dumps(line), flush=True)
+        return
+    paths = [a for a in argv if not a.startswith("--")]
+    target = Path(paths[0]) if paths else MODEL_PATH
     started = time.perf_counter()
-    doc, report = train(training_examples())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.GzipFile(target, "wb", mtime=0) as fh:
-        fh.write(json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+    arrays, report = train(training_examples(), cross_validate="--cv" in argv)
+    write(arrays, target)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["bytes"] = target.stat().st_size
     print(json.dumps(report, ensure_ascii=False))

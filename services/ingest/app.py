@@ -1,8 +1,9 @@
 """Ingest service app: ``faststream run services.ingest.app:create_app --factory``.
 
-Two stages, two consumer groups: the write-trigger (``memory.guarded.v1`` -> candidates) and the
-embed stage (``memory.candidates.v1`` -> vector store). ``HINDSIGHT_INGEST_STAGES`` picks which run
-in this process (default both), so they scale independently.
+Three stages, three consumer groups: the write-trigger (``memory.guarded.v1`` -> candidates), the
+embed stage (``memory.candidates.v1`` -> vector store, searchable) and reconcile
+(``memory.stored.v1`` -> version chains, facts, merges, conflicts). ``HINDSIGHT_INGEST_STAGES``
+picks which run in this process (default all three), so they scale independently.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.working_memory import WorkingMemory
 from schemas import Topic
 from services.ingest.embed import EmbedStage
+from services.ingest.reconcile import ReconcileStage
+from services.ingest.revisions import Thresholds
 from services.ingest.settings import IngestSettings
 from services.ingest.trigger import WriteTriggerStage
 
 
 async def register(resources: Resources, settings: IngestSettings | None = None) -> None:
-    """Subscribe the write-trigger and/or embed stage (groups ``<prefix>-ingest-trigger``/``-embed``)."""
+    """Subscribe the configured stages (groups ``<prefix>-ingest-trigger`` / ``-embed`` /
+    ``-reconcile``); a tuned keep threshold is applied from the tuned-settings file unless the
+    environment sets one."""
     cfg = settings or IngestSettings()
+    resources.apply_tuned("ingest", cfg)
     if "trigger" in cfg.stages:
         redis = await resources.redis()
         working = WorkingMemory(redis, capacity=cfg.working_capacity, lam=cfg.working_lambda)
@@ -31,7 +37,11 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
         ledger = SessionLedger(await resources.redis())
         store = resources.vector_store()
         consistency = (
-            ConsistencyCheck(store, settings=ConsistencySettings(min_cosine=cfg.consistency_min_cosine))
+            ConsistencyCheck(
+                store,
+                judge=resources.judge() if cfg.consistency_judge == "model" else None,
+                settings=ConsistencySettings(min_cosine=cfg.consistency_min_cosine),
+            )
             if cfg.consistency_check
             else None
         )
@@ -39,11 +49,29 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             store,
             resources.embedder(),
             ledger,
-            dedupe_cosine=cfg.dedupe_cosine,
             lexical=resources.lexical(),
             consistency=consistency,
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
+    if "reconcile" in cfg.stages:
+        reconcile = ReconcileStage(
+            resources.vector_store(),
+            resources.embedder(),
+            resources.judge(),
+            resources.fact_extractor() if cfg.reconcile_facts != "off" else None,
+            Thresholds(
+                turn=cfg.reconcile_turn_cosine,
+                fact=cfg.reconcile_fact_cosine,
+                lesson=cfg.reconcile_lesson_cosine,
+                max_pairs=cfg.reconcile_max_pairs,
+                min_update_confidence=cfg.reconcile_min_update_confidence,
+            ),
+            lexical=resources.lexical(),
+            facts=cfg.reconcile_facts,
+        )
+        # a batch can cost several model calls: small batches commit often and stay well inside the
+        # consumer's max poll interval
+        resources.subscribe(reconcile, [Topic.STORED], "ingest-reconcile", max_records=16)
 
 
 def create_app() -> FastStream:

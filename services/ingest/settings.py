@@ -8,6 +8,9 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+FactsMode = Literal["all", "revisions", "off"]
+"""Which turns reconcile extracts facts from (:mod:`services.ingest.reconcile`)."""
+
 
 class IngestSettings(BaseSettings):
     """Write-trigger, working memory and embed-stage knobs."""
@@ -17,7 +20,6 @@ class IngestSettings(BaseSettings):
     keep_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Importance needed to keep a turn.")
     working_capacity: int = Field(8, ge=1, description="Working memory items per session (DESIGN.md s2).")
     working_lambda: float = Field(0.1, ge=0.0, description="Working memory decay per turn (DESIGN.md s2).")
-    dedupe_cosine: float = Field(0.95, ge=0.0, le=1.0, description="Near-duplicate threshold (DESIGN.md s4).")
     consistency_check: bool = Field(
         True,
         description="Hold back low-trust candidates that overturn safety-critical or strongly supported "
@@ -26,9 +28,42 @@ class IngestSettings(BaseSettings):
     consistency_min_cosine: float = Field(
         0.80, ge=0.0, le=1.0, description="Nearest memories at or above this cosine are checked."
     )
-    stages: Annotated[tuple[Literal["trigger", "embed"], ...], NoDecode] = Field(
-        ("trigger", "embed"),
-        description="Stages this process runs: 'trigger', 'embed' or both ('trigger,embed').",
+    consistency_judge: Literal["rules", "model"] = Field(
+        "rules",
+        description="Who decides whether a gated pair overturns the protected memory: 'rules' (the "
+        "correction rules, microseconds) or 'model' (the revision judge, HINDSIGHT_JUDGE_*: seconds per "
+        "pair on CPU; only low-trust candidates near a safety-critical or strongly supported memory "
+        "reach it).",
+    )
+    stages: Annotated[tuple[Literal["trigger", "embed", "reconcile"], ...], NoDecode] = Field(
+        ("trigger", "embed", "reconcile"),
+        description="Stages this process runs: any of 'trigger', 'embed', 'reconcile' ('trigger,embed').",
+    )
+    reconcile_turn_cosine: float = Field(
+        0.86,
+        ge=0.0,
+        le=1.0,
+        description="Reconcile: least e5 cosine for two turns to be a candidate pair (docs/reconcile.md).",
+    )
+    reconcile_fact_cosine: float = Field(
+        0.88, ge=0.0, le=1.0, description="Reconcile: least cosine for two facts to be a candidate pair."
+    )
+    reconcile_lesson_cosine: float = Field(
+        0.88, ge=0.0, le=1.0, description="Reconcile: least cosine for two lessons to be a candidate pair."
+    )
+    reconcile_max_pairs: int = Field(
+        3, ge=1, le=16, description="Reconcile: most candidate pairs judged per memory (the closest)."
+    )
+    reconcile_min_update_confidence: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Reconcile: an 'update' verdict below this confidence is treated as 'unsure' (conflict).",
+    )
+    reconcile_facts: FactsMode = Field(
+        "revisions",
+        description="Reconcile: which turns' facts are extracted: 'all' durable statements (an LLM "
+        "served on a GPU), 'revisions' (turns the judge put into a chain or conflict; CPU default) or 'off'.",
     )
 
     @field_validator("stages", mode="before")

@@ -1,13 +1,16 @@
 """Episode consolidation: one structured episodic record per closed session (DESIGN.md section 2).
 
 Rule-based for now (the LLM reviewer arrives with Triton): the episode's content names the task, the
-time span, the most important turns (key points), the entities, the outcome and the feedback. Its
+time span (first to last turn: when it happened, not when the close arrived), the steps (what the
+assistant and tools did, in order), the decisions (turns that settle something: "decided", "booked",
+"决定"), the most important turns (key points), the entities, the outcome and the feedback. Its
 provenance lists every turn it summarises, so it earns no per-turn evidence credit in benchmarks
 (``../shared/data/README.md``) but points to its evidence.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
@@ -16,6 +19,14 @@ from hindsight.ids import episode_memory_id
 from schemas import Memory, Provenance, SessionClosedEvent
 
 _QUOTE_CHARS = 160
+_STEPS = 5
+"""Most assistant/tool turns listed as steps."""
+_DECISION = re.compile(
+    r"\b(decided|decide|chose|choose|picked|booked|confirmed|agreed|settled on|went with|will go with|"
+    r"cancell?ed|ordered|signed)\b|决定|选择|选了|确认|订了|预订了|取消了|就这样",
+    re.I,
+)
+"""Words of a turn that settles something (a decision)."""
 
 
 def _clip(text: str) -> str:
@@ -49,12 +60,17 @@ def build_episode(
     entity_counts = Counter(e for m in ordered for e in m.entities)
     entities = tuple(e for e, _ in entity_counts.most_common(12))
     started = ordered[0].created_at if ordered else close.closed_at
-    lines = [
-        f"Session {close.session_id} ({started.date().isoformat()} to {close.closed_at.date().isoformat()})"
-    ]
+    ended = ordered[-1].created_at if ordered else close.closed_at
+    lines = [f"Session {close.session_id} ({started.date().isoformat()} to {ended.date().isoformat()})"]
     if close.task:
         lines.append(f"Task: {close.task}")
     lines.append(f"{len(ordered)} remembered turns.")
+    steps = [m for m in ordered if m.source in ("assistant", "tool")][:_STEPS]
+    if steps:
+        lines.append("Steps: " + " | ".join(_clip(m.content) for m in steps))
+    decisions = [m for m in ordered if _DECISION.search(m.content)][:_STEPS]
+    if decisions:
+        lines.append("Decisions: " + " | ".join(_clip(m.content) for m in decisions))
     if top:
         lines.append(
             "Key points: "

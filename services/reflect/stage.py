@@ -7,8 +7,12 @@ Consumes ``memory.sessions.v1``. For each closed session:
    that overtakes its own turns is retried (``SessionNotReadyError``) instead of producing a partial episode;
 2. build the episode from the session's turn memories (:func:`build_episode`), embed and upsert it
    (an existing episode keeps its access history), publish it on ``memory.episodes.v1``;
-3. K-of-M abstraction over the user's last M episodes into semantic memories (new or updated);
-4. publish the :class:`~schemas.ReflectionResult` and clear the session's working memory (its items
+3. lessons: with feedback, or a task with a known outcome, write semantic ``lesson`` memories
+   (:mod:`services.reflect.lessons`; phrased by the lesson writer when one is configured) and
+   announce them on ``memory.stored.v1``, where reconcile merges a lesson seen again (confidence up)
+   or supersedes a contradicted one;
+4. K-of-M abstraction over the user's last M episodes into semantic memories (new or updated);
+5. publish the :class:`~schemas.ReflectionResult` and clear the session's working memory (its items
    are summarised in the episode).
 """
 
@@ -19,24 +23,29 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hindsight.consumer import Envelope, Rejection, parse_model
-from hindsight.errors import RetryableError
+from hindsight.errors import NotReadyError
 from hindsight.ids import stable_id
+from hindsight.pii import redact
 from hindsight.records import (
+    PENDING,
+    RECONCILE_STATE,
     compressed_candidate,
     from_payload,
     memory_from_candidate,
     to_payload,
     with_merged_provenance,
 )
+from hindsight.redaction import redact_session_close
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from hindsight.stores.working_memory import SessionKey
 from schemas import (
     EpisodeEvent,
     Memory,
     MemoryOperation,
+    MemoryStoredEvent,
     ReflectionResult,
     SessionClosedEvent,
     Topic,
@@ -44,6 +53,7 @@ from schemas import (
 )
 from services.reflect.abstraction import fact_for, recurring_entities
 from services.reflect.consolidate import build_episode
+from services.reflect.lessons import LessonText, fallback_lessons, lesson_memories, wants_lessons
 
 if TYPE_CHECKING:
     from hindsight.inference.embedder import Embedder
@@ -58,8 +68,41 @@ log = logging.getLogger("hindsight.reflect")
 _SCROLL_PAGE = 512
 
 
-class SessionNotReadyError(RetryableError):
-    """The session's turns are still in flight; retry the close event later."""
+class SessionNotReadyError(NotReadyError):
+    """The session's turns are still in flight; retry the close event later (an expected wait)."""
+
+
+def redacted(close: SessionClosedEvent) -> SessionClosedEvent:
+    """``close`` with PII redacted from its free text (task, feedback): the close event does not pass
+    the guard (it goes straight to ``memory.sessions.v1``), and both reach the episode and lessons."""
+    update = {
+        name: redact(value).text
+        for name, value in (("task", close.task), ("feedback", close.feedback))
+        if value is not None
+    }
+    return close.model_copy(update=update) if update else close
+
+
+class _Lesson(Protocol):
+    text: str
+    kind: str
+
+
+class LessonWriter(Protocol):
+    """Phrases lessons from a finished task (the judge's model; ``hindsight.inference.judge``)."""
+
+    @property
+    def name(self) -> str:
+        """Backend and model name."""
+        ...
+
+    def lessons(self, task: str, outcome: str, feedback: str) -> Sequence[_Lesson]:
+        """Up to 2 lessons (possibly none).
+
+        Raises:
+            ModelUnavailableError: the backend is unreachable or timed out (retry later).
+        """
+        ...
 
 
 class ReflectStage:
@@ -76,7 +119,9 @@ class ReflectStage:
         settings: ReflectSettings,
         *,
         lexical: LexicalEncoder | None = None,
+        lesson_writer: LessonWriter | None = None,
     ) -> None:
+        self._lesson_writer = lesson_writer
         self._store = store
         self._lexical = lexical
         self._embedder = embedder
@@ -86,8 +131,12 @@ class ReflectStage:
         self._first_seen: dict[str, float] = {}
 
     def parse(self, topic: str, raw: bytes) -> SessionClosedEvent:
-        """Validate a session-closed event."""
-        return parse_model(SessionClosedEvent, raw)
+        """Validate a session-closed event; its ``task`` and ``feedback`` are redacted here, before
+        anything reads them (closes do not pass the guard stage; issue 13 defect 5)."""
+        close, findings = redact_session_close(parse_model(SessionClosedEvent, raw))
+        if findings:
+            log.info("session close redacted", extra={"session_id": close.session_id, "findings": findings})
+        return close
 
     async def handle(
         self, batch: Sequence[Envelope[SessionClosedEvent]], out: EventPublisher
@@ -152,6 +201,7 @@ class ReflectStage:
 
     async def _reflect(self, close: SessionClosedEvent, out: EventPublisher) -> None:
         await self._wait_until_complete(close)
+        close = redacted(close)
         now = datetime.now(UTC)
         session_flt = MemoryFilter(
             tenant_id=close.tenant_id,
@@ -167,12 +217,14 @@ class ReflectStage:
         turns += leftovers
         if not turns:  # an unknown or empty session: nothing to consolidate, no junk episode
             log.info("closed session has no turns", extra={"session_id": close.session_id})
+            await self._lessons(close, None, "global", now, out)
             await self._working.clear(session)
             return
         episode = build_episode(
             close, turns, stored_at=now, key_points=self._cfg.key_points, model=self._embedder.name
         )
         await self._upsert([episode])
+        lessons = await self._lessons(close, episode, turns[0].scope, now, out)
         key = partition_key(close.tenant_id, close.user_id)
         out.send(
             Topic.EPISODES,
@@ -186,6 +238,15 @@ class ReflectStage:
         )
         operations = [
             MemoryOperation(op="store", memory_id=episode.id, reason="episode consolidated on close")
+        ]
+        operations += [
+            MemoryOperation(
+                op="store",
+                memory_id=lesson.id,
+                reason=f"lesson from the session's {'feedback' if close.feedback else 'outcome'}",
+                confidence=lesson.confidence,
+            )
+            for lesson in lessons
         ]
         operations += await self._abstract(close, episode, now)
         out.send(
@@ -201,6 +262,53 @@ class ReflectStage:
             ),
         )
         await self._working.clear(session)
+
+    async def _lessons(
+        self,
+        close: SessionClosedEvent,
+        episode: Memory | None,
+        scope: str,
+        now: datetime,
+        out: EventPublisher,
+    ) -> list[Memory]:
+        """Write the session's lessons (new ids only: a redelivered close rewrites nothing) and
+        announce every one on ``memory.stored.v1`` for reconcile."""
+        if not wants_lessons(close):
+            return []
+        texts: list[LessonText] = []
+        if self._lesson_writer is not None:
+            written = await asyncio.to_thread(
+                self._lesson_writer.lessons, close.task or "", close.outcome, close.feedback or ""
+            )
+            texts = [LessonText(str(w.text), str(w.kind)) for w in written]
+        lessons = lesson_memories(
+            close,
+            texts or fallback_lessons(close),
+            episode=episode,
+            scope=scope,
+            stored_at=now,
+            model=self._embedder.name,
+        )
+        if not lessons:
+            return []
+        existing = {r.id for r in await asyncio.to_thread(self._store.retrieve, [m.id for m in lessons])}
+        fresh = [m for m in lessons if m.id not in existing]
+        if fresh:
+            vectors = await asyncio.to_thread(self._embedder.embed_passages, [m.content for m in fresh])
+            records = [
+                VectorRecord(
+                    m.id,
+                    vec,
+                    to_payload(m) | {RECONCILE_STATE: PENDING},
+                    sparse=self._lexical.document(m.content) if self._lexical is not None else None,
+                )
+                for m, vec in zip(fresh, vectors, strict=True)
+            ]
+            await asyncio.to_thread(self._store.upsert, records)
+        key = partition_key(close.tenant_id, close.user_id)
+        for lesson in lessons:
+            out.send(Topic.STORED, key, MemoryStoredEvent(memory=lesson, candidate_id=lesson.id))
+        return lessons
 
     async def _leftovers(
         self, close: SessionClosedEvent, session: SessionKey, stored_turns: set[str], now: datetime

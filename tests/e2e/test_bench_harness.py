@@ -9,7 +9,9 @@ recall pipeline's own step timings (they change with the pipeline) and are not p
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -175,13 +177,32 @@ def tiny_locomo() -> list[dict[str, Any]]:
 
 
 def hindsight(*args: str, timeout_s: float) -> list[dict[str, Any]]:
-    """Run ``hindsight <args>`` in a fresh process; its stdout JSON lines (asserts exit 0)."""
+    """Run ``hindsight <args>`` in a fresh process group; its stdout JSON lines (asserts exit 0).
+
+    On timeout the whole group gets SIGTERM (the command stops its embedded broker and stores),
+    then SIGKILL after 30 s, so nothing it started outlives the test.
+    """
     command = [sys.executable, "-c", "from services.cli.main import main; main()", *args]
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s, check=False
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    with subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
+            pytest.fail(f"hindsight {' '.join(args[:2])} timed out after {timeout_s} s:\n{err[-3000:]}")
+    assert proc.returncode == 0, err[-3000:]
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def pinned(line: dict[str, Any]) -> set[str]:

@@ -216,3 +216,39 @@ async def test_the_users_own_preference_is_stored_not_quarantined(
     )
     listed = await http.get("/v1/quarantine", params={"user_id": user}, headers=auth(KEY_ADMIN_A))
     assert listed.json()["items"] == []
+
+
+async def test_session_close_task_and_feedback_are_redacted_before_reflection(
+    stack: Stack, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 13 defect 5: a close's free text never passes the guard stage; reflect redacts it on
+    entry, so the episode (and everything after it) holds no raw e-mail, phone or secret."""
+    caplog.set_level(logging.DEBUG, logger="hindsight")
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    await retain(http, KEY_A, user_id=user, session_id="trip", content="We planned the Kyoto trip for April.")
+    response = await http.post(
+        "/v1/sessions/trip/close",
+        json={
+            "user_id": user,
+            "task": f"book Kyoto trip and mail the plan to {PII[0]}",
+            "outcome": "success",
+            "feedback": f"great, my airline password is {SECRETS[0]}; call me on {PII[1]}",
+            "event_count": 1,
+        },
+        headers=auth(KEY_A),
+    )
+    assert response.status_code == 202, response.text
+    await stack.wait_caught_up(timeout_s=180)
+    episodes = [m for m in memories(stack, "tenant-a", user) if m.kind == "episode"]
+    assert len(episodes) == 1
+    content = episodes[0].content
+    assert "Kyoto" in content
+    assert "[REDACTED:email]" in content
+    assert "[REDACTED:password]" in content
+    assert "[REDACTED:phone]" in content
+    records, _ = stack.resources.vector_store().scroll(MemoryFilter(tenant_id="tenant-a", user_id=user), 100)
+    payloads = repr([r.payload for r in records])
+    logs = "\n".join(r.getMessage() + repr(r.__dict__) for r in caplog.records)
+    for value in (SECRETS[0], PII[0], PII[1]):
+        assert value not in payloads
+        assert value not in logs

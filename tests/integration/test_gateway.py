@@ -63,6 +63,11 @@ TENANT_A = "tenant-a"
 TENANT_B = "tenant-b"
 USER = "u1"  # the same user id in both tenants: only the key's tenant separates them
 QUERY = "What is Alice allergic to?"
+TOOLS = {"retain", "recall", "reflect", "feedback", "forget", "history", "get"} | {
+    "quarantine_list",
+    "quarantine_release",
+    "quarantine_reject",
+}
 
 
 def _free_port() -> int:
@@ -107,13 +112,15 @@ def _memory(
     status: str = "active",
     version: int = 1,
     parent_id: str | None = None,
+    superseded_by: str | None = None,
     age_days: float = 2.0,
     type_: str = "semantic",
+    memory_id: str | None = None,
 ) -> Memory:
     created = datetime.now(UTC) - timedelta(days=age_days)
     event_id = f"evt-{uuid.uuid4().hex[:12]}"
     return Memory(
-        id=stable_id("test-gateway", tenant, event_id),
+        id=memory_id or stable_id("test-gateway", tenant, event_id),
         tenant_id=tenant,
         user_id=user,
         agent_id="seed-agent",
@@ -132,6 +139,8 @@ def _memory(
         status=status,
         version=version,
         parent_id=parent_id,
+        superseded_by=superseded_by,
+        supersedes=(parent_id,) if parent_id else (),
         provenance=Provenance(event_ids=(event_id,), external_refs=(f"D1:{version}",)),
     )
 
@@ -144,7 +153,9 @@ def _seed(resources: Resources, memories: list[Memory]) -> None:
 
 
 @pytest.fixture(scope="module")
-async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+async def gateway(
+    kafka_bootstrap: str, chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
     """Resources over the session broker and a temp data dir, seeded memories, and the gateway app
     served by uvicorn on a free loopback port (its lifespan runs the MCP session manager)."""
     data_dir: Path = tmp_path_factory.mktemp("gateway")
@@ -152,11 +163,14 @@ async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
         runtime=RuntimeSettings(mode="local", data_dir=data_dir, log_level="WARNING", log_json=False),
         kafka=KafkaSettings(bootstrap=kafka_bootstrap, partitions=3, idempotent=False),
         qdrant=VectorStoreSettings(url="", collection="memories"),
-        clickhouse=ClickHouseSettings(dsn=""),
+        clickhouse=ClickHouseSettings(dsn=chdb_dsn, database=f"gateway_{uuid.uuid4().hex[:8]}"),
         redis=RedisSettings(url=""),
         embedder=EmbedderSettings(backend="local", dim=384, threads=2),
     )
-    await ensure_topics(kafka_bootstrap, {Topic.INTERACTIONS: 3, Topic.SESSIONS: 3, Topic.ACCESS: 3})
+    await ensure_topics(
+        kafka_bootstrap,
+        {Topic.INTERACTIONS: 3, Topic.SESSIONS: 3, Topic.ACCESS: 3, Topic.RECALLS: 3, Topic.FEEDBACK: 3},
+    )
     gateway_settings = GatewaySettings(
         api_keys={
             KEY_A: Principal(tenant_id=TENANT_A),
@@ -177,8 +191,18 @@ async def gateway(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
             a_agent2 = _memory(
                 TENANT_A, USER, "Alice is allergic to cats (agent-2 only).", scope="agent:agent-2"
             )
-            a_v1 = _memory(TENANT_A, "u-chain", "Bob lives in Paris.", status="superseded", age_days=40)
-            a_v2 = _memory(TENANT_A, "u-chain", "Bob moved to Berlin.", version=2, parent_id=a_v1.id)
+            v2_id = stable_id("test-gateway", TENANT_A, "chain-v2")
+            a_v1 = _memory(
+                TENANT_A,
+                "u-chain",
+                "Bob lives in Paris.",
+                status="superseded",
+                age_days=40,
+                superseded_by=v2_id,
+            )
+            a_v2 = _memory(
+                TENANT_A, "u-chain", "Bob moved to Berlin.", version=2, parent_id=a_v1.id, memory_id=v2_id
+            )
             _seed(resources, [a_allergy, b_allergy, a_diet, a_agent2, a_v1, a_v2])
             seeded = Seeded(a_allergy.id, b_allergy.id, a_diet.id, a_agent2.id, a_v1.id, a_v2.id)
 
@@ -390,8 +414,8 @@ async def test_forgotten_memory_leaves_recall_but_stays_in_history_as_expired(ga
             "/v1/memories", params={"user_id": "u-forget", "include_inactive": "false"}
         )
         gone = await client.get(f"/v1/memories/{hard.id}")
-    assert forgot.json() == {"id": soft.id, "status": "expired"}
-    assert deleted.json() == {"id": hard.id, "status": "deleted"}
+    assert forgot.json() == {"id": soft.id, "status": "expired", "also_forgotten": []}
+    assert deleted.json() == {"id": hard.id, "status": "deleted", "also_forgotten": []}
     assert soft.id not in _ids(after.json())
     assert hard.id not in _ids(after.json())
     assert keep.id in _ids(after.json())
@@ -434,6 +458,14 @@ async def test_other_tenants_memory_is_404_and_own_memory_has_its_version_chain(
         (seeded.a_v2, 2, "active"),
         (seeded.a_v1, 1, "superseded"),
     ]
+    async with gateway.client(KEY_A) as client_a:
+        from_old = await client_a.get(f"/v1/memories/{seeded.a_v1}")  # walked forward, too
+        history = await client_a.get("/v1/memories", params={"user_id": "u-chain", "memory_id": seeded.a_v2})
+        other_user = await client_a.get("/v1/memories", params={"user_id": USER, "memory_id": seeded.a_v2})
+    assert [m["id"] for m in from_old.json()["chain"]] == [seeded.a_v2, seeded.a_v1]
+    assert from_old.json()["chain"][1]["superseded_by"] == seeded.a_v2
+    assert [m["id"] for m in history.json()["memories"]] == [seeded.a_v1, seeded.a_v2]  # oldest first
+    assert other_user.status_code == 404
 
 
 async def test_recall_publishes_one_access_event_per_returned_memory(gateway: Gateway) -> None:
@@ -558,7 +590,7 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
     ):
         tools = await client_a.list_tools()
         names = {tool.name for tool in tools.tools}
-        assert names == {"retain", "recall", "reflect", "forget", "history"}
+        assert names == TOOLS
         recall_tool = next(tool for tool in tools.tools if tool.name == "recall")
         assert recall_tool.input_schema["properties"]["top_k"]["description"]
         assert "ctx" not in recall_tool.input_schema["properties"]
@@ -603,6 +635,16 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         )
         history = _structured(await client_a.call_tool("history", {"user_id": "u-chain"}))
         assert [m["id"] for m in history["memories"]] == [seeded.a_v1, seeded.a_v2]
+        chain = _structured(
+            await client_a.call_tool("history", {"user_id": "u-chain", "memory_id": seeded.a_v1})
+        )
+        assert [m["id"] for m in chain["memories"]] == [seeded.a_v1, seeded.a_v2]
+        got = _structured(await client_a.call_tool("get", {"memory_id": seeded.a_v1}))
+        assert [(m["id"], m["status"]) for m in got["chain"]] == [
+            (seeded.a_v2, "active"),
+            (seeded.a_v1, "superseded"),
+        ]
+        assert "not_found" in _error_text(await client_b.call_tool("get", {"memory_id": seeded.a_v1}))
         closed = _structured(await client_a.call_tool("reflect", {"user_id": USER, "session_id": "s-mcp"}))
         assert closed["status"] == "accepted"
 
@@ -619,7 +661,8 @@ async def test_healthz_metrics_and_openapi(gateway: Gateway) -> None:
         metrics = await client.get("/metrics")
         openapi = await client.get("/openapi.json")
     assert health.status_code == 200, health.text
-    assert health.json() == {"status": "ok", "checks": {"kafka": "ok", "vector_store": "ok"}}
+    assert health.json()["status"] == "ok"
+    assert health.json()["checks"] == {"kafka": "ok", "vector_store": "ok"}
     assert metrics.status_code == 200
     assert "hindsight_gateway_calls_total" in metrics.text
     spec = openapi.json()
@@ -656,7 +699,7 @@ async def test_mcp_over_stdio_acts_as_the_principal_of_the_env_key(gateway: Gate
                 "retain", {"user_id": USER, "session_id": "s-stdio", "content": "stdio works"}
             )
         )
-    assert names == {"retain", "recall", "reflect", "forget", "history"}
+    assert names == TOOLS
     [(key, event)] = await _consume(
         gateway.bootstrap, Topic.INTERACTIONS, lambda v: v.get("event_id") == accepted["event_id"], 1
     )
@@ -686,3 +729,85 @@ async def test_malformed_bodies_and_unknown_routes_get_the_documented_error_body
     assert unknown.json()["error"]["code"] == "not_found"
     assert wrong_method.status_code == 405
     assert "PUT" in wrong_method.json()["error"]["fix"]
+
+
+async def test_recall_logs_every_candidate_with_the_query_redacted(gateway: Gateway) -> None:
+    query = "What is Alice allergic to? Call me on 13800138000"
+    async with gateway.client(KEY_A) as client:
+        resp = await client.post("/v1/recall", json={"query": query, "user_id": USER, "top_k": 1})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    [(key, event)] = await _consume(
+        gateway.bootstrap, Topic.RECALLS, lambda v: v.get("query_id") == body["query_id"], 1
+    )
+    assert key == f"{TENANT_A}:{USER}".encode()
+    assert event["query_text"] == "What is Alice allergic to? Call me on [REDACTED:phone]"
+    assert "13800138000" not in json.dumps(event)
+    assert event["tenant_id"] == TENANT_A
+    assert event["top_k"] == 1
+    assert {"embed", "parse_and_search", "rank", "total", "served"} <= set(event["timings_ms"])
+    candidates = event["candidates"]
+    returned = [c for c in candidates if c["outcome"] == "returned"]
+    assert [c["memory_id"] for c in returned] == _ids(body)
+    assert returned[0]["rank"] == 1
+    assert returned[0]["similarity"] == pytest.approx(body["memories"][0]["scores"]["similarity"])
+    others = {c["outcome"] for c in candidates} - {"returned"}
+    assert "below_top_k" in others  # top_k 1 of several allergy memories
+    assert gateway.seeded.b_allergy not in {c["memory_id"] for c in candidates}  # other tenant's
+    for c in candidates:
+        assert c["age_days"] == pytest.approx(2.0, abs=0.05) or c["age_days"] > 2.0
+        assert c["memory_type"] in ("semantic", "episodic")
+
+
+async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isolated(
+    gateway: Gateway,
+) -> None:
+    async with gateway.client(KEY_A) as client_a, gateway.client(KEY_B) as client_b:
+        recalled = await client_a.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
+        body = recalled.json()
+        qid, ids = body["query_id"], _ids(body)
+        assert len(ids) >= 2
+        labels = {"used": [ids[0]], "outdated": [ids[1]]}
+        first = await client_a.post(f"/v1/recall/{qid}/feedback", json=labels)
+        again = await client_a.post(f"/v1/recall/{qid}/feedback", json=labels)
+        foreign = await client_b.post(f"/v1/recall/{qid}/feedback", json=labels)
+        unknown = await client_a.post(f"/v1/recall/{uuid.uuid4()}/feedback", json=labels)
+        stray = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [gateway.seeded.b_allergy]})
+        twice = await client_a.post(f"/v1/recall/{qid}/feedback", json={"used": [ids[0]], "wrong": [ids[0]]})
+        empty = await client_a.post(f"/v1/recall/{qid}/feedback", json={})
+        typo = await client_a.post(f"/v1/recall/{qid}/feedback", json={"usde": [ids[0]]})
+    assert first.status_code == 200, first.text
+    assert first.json() == {"query_id": qid, "labels": {ids[0]: "used", ids[1]: "outdated"}}
+    assert again.json() == first.json()
+    for resp in (foreign, unknown):
+        assert resp.status_code == 404, resp.text
+        assert resp.json()["error"]["field"] == "query_id"
+    assert stray.status_code == 400
+    assert stray.json()["error"]["field"] == "used"
+    assert twice.status_code == 400
+    assert twice.json()["error"]["field"] == "wrong"
+    assert empty.status_code == 400
+    assert typo.status_code == 422
+    assert typo.json()["error"]["field"] == "usde"
+
+    events = await _consume(gateway.bootstrap, Topic.FEEDBACK, lambda v: v.get("query_id") == qid, 4)
+    assert len(events) == 4  # two identical calls of two labels each; nothing from tenant B
+    assert {e["tenant_id"] for _, e in events} == {TENANT_A}
+    by_id: dict[str, set[str]] = {}
+    for _, e in events:
+        by_id.setdefault(e["feedback_id"], set()).add(e["label"])
+    assert sorted(by_id.values(), key=sorted) == [{"outdated"}, {"used"}]  # one id per (query, memory)
+
+
+async def test_feedback_mcp_tool_labels_a_recall(gateway: Gateway) -> None:
+    async with asyncio.timeout(WAIT_S * 2), _mcp(gateway, KEY_A) as client:
+        recalled = _structured(await client.call_tool("recall", {"query": QUERY, "user_id": USER}))
+        result = _structured(
+            await client.call_tool(
+                "feedback", {"query_id": recalled["query_id"], "used": [recalled["memories"][0]["id"]]}
+            )
+        )
+        bad = _error_text(await client.call_tool("feedback", {"query_id": "nope", "used": ["x"]}))
+    assert result["labels"] == {recalled["memories"][0]["id"]: "used"}
+    assert "not_found" in bad
+    assert "query_id" in bad

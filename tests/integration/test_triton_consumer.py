@@ -125,7 +125,7 @@ async def test_stopped_server_pauses_the_embed_consumer_without_losing_or_duplic
     )
     embedder = TritonEmbedder(target, name="multilingual-e5-small-q4", dim=384)
     ledger = SessionLedger(redis_client, key_prefix=f"test-triton:{uuid.uuid4().hex}")
-    stage = EmbedStage(store, embedder, ledger, dedupe_cosine=0.95)
+    stage = EmbedStage(store, embedder, ledger)
     records = candidate_records()
     ids = [turn_memory_id(TENANT, f"evt-{i}") for i in range(len(CONTENTS))]
     mine = MemoryFilter(tenant_id=TENANT, user_id=USER)

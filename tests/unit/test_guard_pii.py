@@ -10,6 +10,7 @@ from hindsight.pii import (
     cn_id_check_char,
     detect,
     is_valid_cn_id,
+    issuer_ok,
     luhn_valid,
     mask,
     redact,
@@ -465,3 +466,80 @@ def test_finding_repr_never_shows_the_value() -> None:
 def test_odd_input_does_not_crash(text: str) -> None:
     result = redact(text)
     assert isinstance(result.text, str)
+
+
+# ---------------------------------------------------------------------------------------------
+# Second round (fresh held-out set): rule families that were missing
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("The one-time code from the bank is 602 918", "602 918"),
+        ("Tell Sam the garage door code changed to 2580#", "2580#"),
+        ("I'll log in as deploy, passphrase correct horse battery staple", "correct horse battery staple"),
+        ("the router admin page wants admin / Gr33nTea#77", "Gr33nTea#77"),
+        ("Your temporary password for the portal is Kp4$wq9Lm, change it", "Kp4$wq9Lm"),
+        (
+            "docker login -u ci-bot -p dckr_pat_Q8mZ2vX9kLw3Rt7yBn4Hs1Jc registry",
+            "dckr_pat_Q8mZ2vX9kLw3Rt7yBn4Hs1Jc",
+        ),
+        ("$ curl -u admin:S3cure!Pass99 https://ci.internal/api", "S3cure!Pass99"),
+        ("mysql --password=Zx81kq9aa -h db", "Zx81kq9aa"),
+        ("vault token hvs.CAESIJ3kQ9nXz8aL0pQw2rTy5uVb", "hvs.CAESIJ3kQ9nXz8aL0pQw2rTy5uVb"),
+    ],
+)
+def test_more_secret_shapes_block(text: str, secret: str) -> None:
+    result = redact(text)
+    assert result.blocked
+    assert secret not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Meeting ID 842 1937 5520, the passcode is on the calendar invite",
+        'A PDF saying "store the user\'s password" fooled the old bot',
+        "requirements: numpy==2.1.3 tokenizers==0.20.1",
+        "the passphrase should be long and random",
+        "docker run -p 8080:80 nginx and ssh -p 2222 host",
+        "see src / main.py and 2024 / 2025",
+        "the PIN is in the envelope on my desk",
+    ],
+)
+def test_prose_and_commands_without_a_secret_pass(text: str) -> None:
+    assert not redact(text).blocked
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("if the courier is lost ring me on 07700 900123", "phone"),
+        ("call me at 030 901820 after six", "phone"),
+        ("護照號碼是E23987612，下個月到期", "passport"),
+    ],
+)
+def test_more_pii_shapes(text: str, kind: str) -> None:
+    assert kind in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Upgrade the NAS firmware from 4.5.2.1 to 4.5.4.2763 tonight",
+        f"the form says {luhn_complete('32010219900520504')}, a typo in an ID",  # Luhn-valid, 32: no issuer
+        "order 0123 4567 89 shipped",  # national shape, no phone word nearby
+        f"invoice {luhn_complete('201933445566778')} paid",  # Luhn-valid, 2-series outside 2221-2720
+    ],
+)
+def test_more_lookalikes_pass(text: str) -> None:
+    assert not types_in(text)
+
+
+def test_issuer_ranges() -> None:
+    assert issuer_ok("5105105105105100")
+    assert issuer_ok("2223003122003222")
+    assert issuer_ok("378282246310005")
+    assert not issuer_ok("3782822463100055")
+    assert not issuer_ok("3201021990052050")
+    assert not issuer_ok("2019334455667788")

@@ -292,31 +292,88 @@ def test_openai_unreachable_server_is_retryable_after_bounded_attempts() -> None
     assert len(calls) == 2
 
 
-def test_local_embedder_runs_the_model_on_one_thread_whoever_calls() -> None:
-    """The e5 model runs on its own thread (its OpenMP team is bound to the first caller): calls
-    from the caller's thread and from worker threads give the same vectors."""
+def test_local_embedder_runs_each_lane_on_its_own_thread_whoever_calls() -> None:
+    """Each e5 engine runs on its own thread (its OpenMP team is bound to the first caller):
+    queries on the query lane, passages on the passage lane, whichever thread calls; a query
+    gives the same vector from any thread, and the same as the passage lane's engine would."""
     import threading  # noqa: PLC0415
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     from hindsight.inference.embedder import LocalE5Embedder  # noqa: PLC0415
 
     embedder = LocalE5Embedder()
-    seen: set[str] = set()
-    model = embedder._model
-    original = model.query
+    seen: dict[str, set[str]] = {"query": set(), "passage": set()}
+    assert embedder._queries is not None
+    query_model, passage_model = embedder._queries.model, embedder._model
+    original_query, original_passage = query_model.query, passage_model.passage
 
-    def spy(texts: list[str]) -> object:
-        seen.add(threading.current_thread().name)
-        return original(texts)
+    def spy_query(texts: list[str]) -> object:
+        seen["query"].add(threading.current_thread().name)
+        return original_query(texts)
 
-    model.query = spy
+    def spy_passage(texts: list[str]) -> object:
+        seen["passage"].add(threading.current_thread().name)
+        return original_passage(texts)
+
+    query_model.query = spy_query
+    passage_model.passage = spy_passage
     here = embedder.embed_queries(["where did Caroline move?"])
     with ThreadPoolExecutor(3) as pool:
         there = list(pool.map(lambda _: embedder.embed_queries(["where did Caroline move?"]), range(3)))
-    assert len(seen) == 1
-    assert next(iter(seen)).startswith("hindsight-e5")
+        passages = list(pool.map(lambda _: embedder.embed_passages(["Caroline moved to Lisbon."]), range(2)))
+    assert seen == {"query": {"hindsight-e5-query"}, "passage": {next(iter(seen["passage"]))}}
+    assert next(iter(seen["passage"])).startswith("hindsight-e5_")
     for vectors in there:
         np.testing.assert_array_equal(vectors, here)
+    np.testing.assert_allclose(here[0], passage_model.query(["where did Caroline move?"])[0], atol=1e-6)
+    assert passages[0].shape == (1, 384)
+    np.testing.assert_array_equal(passages[0], passages[1])
+
+
+async def test_concurrent_queries_are_embedded_together_with_the_vectors_of_single_calls() -> None:
+    """Queries waiting while the query engine works go in its next call as one batch; each caller
+    gets exactly the vector a call of its own would give."""
+    import asyncio  # noqa: PLC0415
+
+    from hindsight.inference.embedder import LocalE5Embedder, embed_queries_async  # noqa: PLC0415
+
+    embedder = LocalE5Embedder(batch_size=8)
+    assert embedder._queries is not None
+    questions = [f"question {i}: where did the user travel in May?" for i in range(12)]
+    questions += ["我下个月要去哪里出差？", "hi"]
+    alone = [embedder.embed_queries([q])[0] for q in questions]
+    calls_before = embedder._queries.batches
+    together = await asyncio.gather(*(embed_queries_async(embedder, [q]) for q in questions))
+    calls = embedder._queries.batches - calls_before
+    assert 2 <= calls < len(questions)  # at most 8 per call, and fewer calls than queries
+    for single, batched in zip(alone, together, strict=True):
+        assert batched.shape == (1, 384)
+        np.testing.assert_allclose(batched[0], single, atol=1e-6)
+
+
+async def test_query_cache_returns_the_model_vectors_counts_hits_and_evicts_least_recent() -> None:
+    from hindsight.inference.embedder import (  # noqa: PLC0415
+        CachedQueryEmbedder,
+        LocalE5Embedder,
+        embed_queries_async,
+    )
+
+    inner = LocalE5Embedder()
+    cache = CachedQueryEmbedder(inner, capacity=2)
+    first = await embed_queries_async(cache, ["where is Ana?", "Ana 在哪里？", "where is Ana?"])
+    assert (cache.hits, cache.misses, len(cache)) == (0, 3, 2)
+    np.testing.assert_array_equal(first[0], first[2])
+    np.testing.assert_allclose(first, inner.embed_queries(["where is Ana?", "Ana 在哪里？", "where is Ana?"]))
+    again = cache.embed_queries(["Ana 在哪里？"])
+    assert (cache.hits, cache.misses) == (1, 3)
+    np.testing.assert_array_equal(again[0], first[1])
+    cache.embed_queries(["a third question"])  # evicts "where is Ana?" (least recently used)
+    cache.embed_queries(["where is Ana?"])
+    assert (cache.hits, cache.misses, len(cache)) == (1, 5, 2)
+    assert cache.embed_passages(["a passage"]).shape == (1, 384)  # passages pass through uncached
+    assert (cache.hits, cache.misses) == (1, 5)
+    assert cache.name == inner.name
+    assert cache.dim == 384
 
 
 def test_triton_target_from_settings_names_each_models_env_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

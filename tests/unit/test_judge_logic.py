@@ -62,8 +62,17 @@ def test_relation_probabilities_for_a_batch_and_for_misaligned_tokens() -> None:
     assert relation_probabilities(tokens[:2], text) == []  # tokens do not spell the text: no guess
 
 
+def test_a_change_word_lowers_the_evidence_needed_to_supersede() -> None:
+    policy = JudgePolicy(update_threshold=0.65, cue_update_threshold=0.4)
+    probs = {"update": 0.45, "refinement": 0.5, "same": 0.03, "unrelated": 0.02}
+    assert policy.decide(probs, "refinement")[0] == "refinement"
+    assert policy.decide(probs, "refinement", cue=True) == ("update", 0.45)
+    low = {"update": 0.3, "refinement": 0.6, "same": 0.05, "unrelated": 0.05}
+    assert policy.decide(low, "refinement", cue=True)[0] == "refinement"
+
+
 def test_policy_needs_more_evidence_to_supersede_than_to_keep() -> None:
-    policy = JudgePolicy(update_threshold=0.7, min_confidence=0.5)
+    policy = JudgePolicy(update_threshold=0.7, cue_update_threshold=0.7, min_confidence=0.5)
     assert policy.decide({"update": 0.8, "refinement": 0.1, "same": 0.05, "unrelated": 0.05}, "update") == (
         "update",
         0.8,
@@ -161,3 +170,32 @@ def test_settings_and_backend_selection(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert judge.name == "llm-judge:standin-echo"  # built without contacting the server
     extractor = build_fact_extractor(JudgeSettings(backend="llm"), LLMSettings(backend="openai", model="m"))
     assert extractor.name == "llm-facts:m"
+
+
+def test_extracted_values_must_rest_on_the_turn() -> None:
+    from hindsight.inference.llm_judge import grounded  # noqa: PLC0415
+
+    assert grounded("2018 Subaru Outback", "I drive a 2018 Subaru Outback.")
+    assert grounded("tea only", "I'm not a coffee person, tea only.")
+    assert grounded("高血压", "医生说我血压有点高，让我少吃盐。")
+    assert grounded("去海南的旅行", "去海南的旅行取消了。")
+    assert not grounded("nurse", "总结请一律用中文，控制在一页以内。")  # copied from a few-shot example
+    assert not grounded("Maple Elementary", "I have a cat named Mochi.")
+
+
+async def test_resources_share_one_chat_model_between_judge_and_extractor() -> None:
+    from hindsight.runtime import make_broker, open_resources  # noqa: PLC0415
+    from hindsight.settings import KafkaSettings  # noqa: PLC0415
+
+    settings = AllSettings(
+        kafka=KafkaSettings(bootstrap="127.0.0.1:1"),
+        judge=JudgeSettings(backend="llm"),
+        llm=LLMSettings(backend="openai", model="shared", openai_base_url="http://127.0.0.1:1/v1"),
+    )
+    async with open_resources(settings, make_broker(settings.kafka)) as resources:
+        judge, extractor = resources.judge(), resources.fact_extractor()
+        assert isinstance(judge, LLMJudge)
+        assert isinstance(extractor, LLMFactExtractor)
+        assert judge.chat_model is resources.chat_model()
+        assert resources.judge() is judge  # built once per process
+        assert extractor.name == "llm-facts:shared"

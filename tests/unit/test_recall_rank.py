@@ -13,6 +13,7 @@ from hindsight.recall.rank import (
     Candidate,
     RecallParams,
     dedupe,
+    fold_evidence,
     fuse,
     order,
     rrf,
@@ -199,3 +200,18 @@ def test_rerank_scores_the_best_fused_candidates_with_the_vectors_recall_holds()
     np.testing.assert_array_equal(seen["query_vector"], [0.0, 1.0])
     assert [out[m].rerank_rank for m in ("l2", "d1", "both")] == [1, 2, 3]
     assert out["d9"].rerank_rank is None
+
+
+def test_a_fact_answers_with_its_evidence_turn_at_the_better_of_their_scores() -> None:
+    turn = cand("t1", 0.9, 1, dense=1, kind="turn", content="I moved to Siemens last month.")
+    fact = cand(
+        "f1", 0.85, 1, dense=3, kind="fact", provenance={"memory_ids": ["t1"]}, content="Works at Siemens."
+    )
+    other = cand("x", 0.88, 1, dense=2, kind="turn", content="I like my new team.")
+    scored = score([turn, fact, other], NOW, NEUTRAL)
+    assert [m.id for m in scored] == ["t1", "x", "f1"]
+    folded = fold_evidence(scored)
+    assert [m.id for m in folded] == ["f1", "x"]  # the fact takes the turn's place
+    assert folded[0].final_score == scored[0].final_score
+    assert [i for i, _ in folded[0].evidence] == ["t1"]
+    assert fold_evidence(score([turn, other], NOW, NEUTRAL)) == score([turn, other], NOW, NEUTRAL)

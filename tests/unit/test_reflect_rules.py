@@ -115,3 +115,41 @@ def test_fact_confidence_grows_with_support_and_keeps_identity() -> None:
     again = fact_for(pattern, eps[0], stored_at=T0 + timedelta(days=9), k=3, existing=fact)
     assert again.id == fact.id
     assert again.stored_at == fact.stored_at
+
+
+def test_episode_spans_first_to_last_turn_not_the_arrival_of_the_close() -> None:
+    late_close = SessionClosedEvent(
+        event_id="c",
+        tenant_id="t",
+        user_id="u",
+        agent_id="a",
+        session_id="s1",
+        closed_at=T0 + timedelta(days=3),  # the agent closed the session three days later
+    )
+    ep = build_episode(late_close, [turn(0, "a", 0.5), turn(90, "b", 0.5)], stored_at=T0)
+    assert ep.content.startswith("Session s1 (2023-05-08 to 2023-05-08)")
+
+
+def test_episode_records_task_steps_decisions_outcome_and_feedback() -> None:
+    steps = [
+        turn(0, "Book me a flight to Paris on Friday.", 0.6),
+        turn(1, "Found 3 flights; the 9:05 has seats left.", 0.4).model_copy(update={"source": "assistant"}),
+        turn(2, "search_flights -> 3 results", 0.4).model_copy(update={"source": "tool"}),
+        turn(3, "OK, I booked the 9:05, seat 23E.", 0.5).model_copy(update={"source": "assistant"}),
+    ]
+    ep = build_episode(
+        close(task="flight to Paris", outcome="failure", feedback="Never a middle seat again."),
+        steps,
+        stored_at=T0,
+    )
+    lines = ep.content.splitlines()
+    assert "Task: flight to Paris" in lines
+    assert [x for x in lines if x.startswith("Steps: ")] == [
+        "Steps: Found 3 flights; the 9:05 has seats left. | search_flights -> 3 results | "
+        "OK, I booked the 9:05, seat 23E."
+    ]
+    assert [x for x in lines if x.startswith("Decisions: ")] == [
+        "Decisions: OK, I booked the 9:05, seat 23E."
+    ]
+    assert "Outcome: failure." in lines
+    assert "Feedback: Never a middle seat again." in lines

@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from services.guard.data.compose_more import compose_more
+
 # ------------------------------------------------------------------------------ shared slots
 BRANDS = [
     "SkyJet",
@@ -770,8 +772,11 @@ def compose(seed: int = 10, per_kind: int = 400) -> Iterator[tuple[str, str, str
 
 def main() -> None:
     """Print the composed lines in the labelled format (``KIND|SOURCE|TEXT``)."""
-    print("# Composed by services/guard/data/compose.py (seed 10); regenerate, do not edit by hand.")
-    for kind, source, text in compose():
+    print(
+        "# Composed by services/guard/data/compose.py (seed 10) and compose_more.py (seed 11); "
+        "regenerate, do not edit by hand."
+    )
+    for kind, source, text in (*compose(), *compose_more()):
         print(f"{kind}|{source}|{text}")
 
 

@@ -1,0 +1,394 @@
+"""``hindsight bench tune``: does the tuner find known answers, and do tuned settings help? (issue 11)
+
+Two parts, each printing JSON lines:
+
+1. ``synthetic``: a population with a known reuse decay per memory type and known similarity
+   distributions (:mod:`bench.tune_synthetic`) is written into an embedded chDB by a child process,
+   then the real ``hindsight tune`` command runs on it in another process (timed: wall clock and CPU
+   seconds of the whole command, and the tuner's own per-step seconds). Reports fitted vs true
+   half-life per type and floor. Goals: half-life within 20%, floor within 0.03; ``tune`` on 1 million
+   candidate rows under 10 s on 2 cores.
+2. ``locomo``: LoCoMo conversations replayed as a user's life through the real pipeline (embedded
+   stack: Kafka-protocol broker, every consumer, the gateway over HTTP). Every question is asked some
+   days after the last session holding its evidence (1-14 days, seeded); questions are ordered by that
+   time and split: the first ``--history`` share is the past. For each past question the gateway
+   recalls (``reference_time`` = the question's time) and the agent's feedback marks the returned
+   memories holding evidence as ``used`` (the rest unused). The tuner then fits on what the analytics
+   sink wrote to ClickHouse (``--clock reference``). At the cut (the first future question) the real
+   eviction policy (:func:`services.evict.policy.decide`) is applied to every stored memory with default
+   and with tuned settings, and the tuned arm also drops memories under the tuned keep threshold; the
+   future questions are then asked in each arm (tuned arm: tuned similarity floor) and scored by
+   evidence recall@10. Goals: tuned recall@10 >= default, >= 20% of never-used memories expired, no
+   memory used later expired.
+
+Run: ``uv run hindsight bench tune`` (both), ``--part synthetic|locomo``, ``--rows``, ``--conversations``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.common import DEFAULT_DATA, REPO_ROOT, loadavg, print_line, scratch_dir
+from bench.tune_synthetic import Truth
+
+if TYPE_CHECKING:
+    import httpx
+
+    from hindsight.eval import locomo
+
+log = logging.getLogger("hindsight.bench.tune")
+API_KEY = "dev-bench-tune-key"
+SYNTHETIC_DB = "hindsight_synthetic"
+
+
+# -- part 1: synthetic population --------------------------------------------------------------------
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_synthetic(rows: int, workdir: Path, seed: int) -> dict[str, Any]:
+    """Generate, then time ``hindsight tune`` on it in a fresh process; one JSON-ready dict."""
+    generate = [sys.executable, "-m", "bench.tune_synthetic", "--dir", str(workdir / "clickhouse")]
+    generate += ["--rows", str(rows), "--database", SYNTHETIC_DB, "--seed", str(seed)]
+    gen = subprocess.run(generate, cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=3600)
+    population = json.loads(gen.stdout.strip().splitlines()[-1])
+    cpu_before = _child_cpu()
+    started = time.perf_counter()
+    command = [str(Path(sys.executable).parent / "hindsight"), "tune", "--data-dir", str(workdir)]
+    command += ["--database", SYNTHETIC_DB, "--dry-run"]
+    tune = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800, check=False)
+    wall = time.perf_counter() - started
+    cpu = _child_cpu() - cpu_before
+    if tune.returncode not in (0, 3):
+        raise RuntimeError(f"hindsight tune failed ({tune.returncode}): {tune.stderr[-2000:]}")
+    report = json.loads(tune.stdout.strip().splitlines()[-1])
+    truth = Truth()
+    fits = report["fits"]
+    out: dict[str, Any] = {
+        "bench": "tune-synthetic",
+        "candidate_rows": population["candidate_rows"],
+        "recalls": population["recalls"],
+        "memories": population["memories"],
+        "uses": population["uses"],
+    }
+    floor = fits["similarity_floor"]
+    true_floor = truth.floor()
+    out["floor_true"] = round(true_floor, 4)
+    out["floor_fitted"] = floor.get("floor")
+    out["floor_abs_error"] = round(abs(floor["floor"] - true_floor), 4) if floor.get("fitted") else None
+    out["floor_goal_met"] = bool(floor.get("fitted") and abs(floor["floor"] - true_floor) <= 0.03)
+    errors = {}
+    for name, spec in truth.types.items():
+        d = fits["decay"].get(name, {})
+        fitted = d.get("half_life_days") if d.get("fitted") else None
+        out[f"half_life_true_{name}"] = spec.half_life_days
+        out[f"half_life_fitted_{name}"] = fitted
+        errors[name] = (
+            None if fitted is None else round(abs(fitted - spec.half_life_days) / spec.half_life_days, 4)
+        )
+        out[f"half_life_ci95_{name}"] = d.get("half_life_ci95")
+    out["half_life_rel_error"] = errors
+    out["half_life_goal_met"] = all(e is not None and e <= 0.2 for e in errors.values())
+    out["tune_command_wall_s"] = round(wall, 2)
+    out["tune_command_cpu_s"] = round(cpu, 2)
+    out["tuner_seconds"] = report["seconds"]
+    out["tune_goal_met"] = wall < 10.0
+    out["expire_below_fitted"] = fits["expire_below"].get("expire_below")
+    out["load_avg"] = loadavg()
+    return out
+
+
+# -- part 2: LoCoMo replay ---------------------------------------------------------------------------
+
+
+def question_times(
+    conversations: Sequence[locomo.Conversation], seed: int
+) -> list[tuple[datetime, locomo.Question]]:
+    """Each question asked 1-14 days (seeded) after the last session holding its evidence, in time order."""
+    from schemas import InteractionEvent  # noqa: PLC0415
+
+    rng = random.Random(seed)
+    out = []
+    for conv in conversations:
+        when = {e.external_ref: e.occurred_at for e in conv.events if isinstance(e, InteractionEvent)}
+        for q in conv.questions:
+            known = [when[ref] for ref in q.evidence if ref in when]
+            base = max(known) if known else q.reference_time
+            out.append((base + timedelta(days=rng.uniform(1.0, 14.0)), q))
+    out.sort(key=lambda pair: (pair[0], pair[1].question))
+    return out
+
+
+async def _ask(
+    client: httpx.AsyncClient, q: locomo.Question, at: datetime, *, feedback: bool
+) -> tuple[list[list[str]], list[str]]:
+    """Recall for ``q`` at time ``at``; with ``feedback``, label evidence-bearing returns ``used``.
+    Returns each memory's refs and the ids labelled used."""
+    resp = await client.post(
+        "/v1/recall",
+        json={"query": q.question, "user_id": q.sample_id, "top_k": 10, "reference_time": at.isoformat()},
+    )
+    resp.raise_for_status()
+    body = resp.json()
+    refs = [list(m["provenance"]["external_refs"]) for m in body["memories"]]
+    evidence = set(q.evidence)
+    used = [m["id"] for m, r in zip(body["memories"], refs, strict=True) if evidence & set(r)]
+    if feedback and body["memories"]:
+        unused = [m["id"] for m in body["memories"] if m["id"] not in used]
+        fb = await client.post(
+            f"/v1/recall/{body['query_id']}/feedback", json={"used": used, "unused": unused}
+        )
+        fb.raise_for_status()
+    return refs, used
+
+
+def _memory_refs(payload: dict[str, Any]) -> set[str]:
+    return set(payload.get("provenance", {}).get("external_refs", ())) | set(payload.get("merged_refs", ()))
+
+
+def _arm(
+    payloads: dict[str, dict[str, Any]],
+    uses: dict[str, list[float]],
+    cut: datetime,
+    *,
+    decay: float,
+    decay_by_type: dict[str, float],
+    expire_below: float,
+    keep_threshold: float | None,
+) -> set[str]:
+    """Ids the real eviction policy expires at ``cut`` (plus, with ``keep_threshold``, memories the
+    write-trigger would not have kept), from the replayed history of uses before the cut."""
+    from services.evict.policy import AccessTotals, decide, effective_access_count  # noqa: PLC0415
+
+    now = cut.timestamp()
+    state = {}
+    for mid, p in payloads.items():
+        before = [t for t in uses.get(mid, []) if t < now]
+        replayed = {**p, "last_accessed_ts": float(p["created_ts"]), "access_count": 0}
+        state[mid] = (replayed, AccessTotals(len(before), max(before) if before else None))
+    most: dict[tuple[str, str], int] = {}
+    for p, logged in state.values():
+        owner = (p["tenant_id"], p["user_id"])
+        most[owner] = max(most.get(owner, 0), effective_access_count(p, logged))
+    gone = set()
+    for mid, (p, logged) in state.items():
+        if float(p["created_ts"]) >= now:
+            continue
+        d = decide(
+            p,
+            logged,
+            most[(p["tenant_id"], p["user_id"])],
+            cut,
+            expire_below=expire_below,
+            retention_days=30.0,
+            decay_per_day=decay_by_type.get(str(p.get("type")), decay),
+        )
+        if d.action == "expire" or (
+            keep_threshold is not None and float(p.get("importance", 0)) < keep_threshold
+        ):
+            gone.add(mid)
+    return gone
+
+
+async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
+    data: Path, ids: list[str], workdir: Path, *, history: float, seed: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """The LoCoMo replay (module doc); JSON-ready lines."""
+    import httpx  # noqa: PLC0415
+
+    from hindsight.eval import locomo  # noqa: PLC0415
+    from hindsight.scoring import EXPIRE_BELOW, RECENCY_DECAY_PER_DAY  # noqa: PLC0415
+    from hindsight.settings import AllSettings  # noqa: PLC0415
+    from hindsight.stores.vector import MemoryFilter  # noqa: PLC0415
+    from hindsight.tuning.run import Current, TuneOptions, run_and_write  # noqa: PLC0415
+    from schemas import InteractionEvent  # noqa: PLC0415
+    from services.cli.demo import publish, wait_with_progress  # noqa: PLC0415
+    from services.cli.embedded import embedded_stack  # noqa: PLC0415
+    from services.gateway.settings import GatewaySettings  # noqa: PLC0415
+
+    convs = [locomo.conversation(s) for s in locomo.select(locomo.load(data), ids)]
+    # turns only: the replay is about turn memories; session closes would add episode consolidation
+    # (and its LLM) to the ingest without changing what is asked
+    events = [e for c in convs for e in c.events if isinstance(e, InteractionEvent)]
+    timeline = question_times(convs, seed)
+    split = int(len(timeline) * history)
+    past, future = timeline[:split], timeline[split:]
+    cut = future[0][0]
+    lines: list[dict[str, Any]] = []
+    cfg = AllSettings()
+    cfg.runtime.data_dir = workdir
+    gateway = GatewaySettings(port=0, api_keys={API_KEY: locomo.TENANT})  # its floor is switched per arm
+    async with embedded_stack(cfg, gateway) as stack:
+        started = time.perf_counter()
+        await publish(stack.bootstrap, events)
+        await wait_with_progress(stack, len(events), timeout_s)
+        ingest_s = time.perf_counter() - started
+        headers = {"Authorization": f"Bearer {API_KEY}"}
+        uses: dict[str, list[float]] = {}
+        async with httpx.AsyncClient(base_url=stack.gateway_url, headers=headers, timeout=60) as client:
+            for at, q in past:
+                _, used = await _ask(client, q, at, feedback=True)
+                for mid in used:
+                    uses.setdefault(mid, []).append(at.timestamp())
+        await stack.wait_caught_up(timeout_s)
+        tuned_path = workdir / "tuning" / "tuned-settings.json"
+        outcome = await asyncio.to_thread(
+            run_and_write,
+            stack.resources.analytics(),
+            TuneOptions(clock="reference", tenant=locomo.TENANT),
+            Current(),
+            tuned_path=tuned_path,
+            plots_dir=workdir / "tuning" / "plots",
+            write=False,
+        )
+        proposed = outcome.report.proposed()
+        store = stack.resources.vector_store()
+        payloads: dict[str, dict[str, Any]] = {}
+        offset = None
+        while True:
+            page, offset = store.scroll(
+                MemoryFilter(tenant_id=locomo.TENANT, statuses=("active",)), 1024, offset
+            )
+            payloads.update({r.id: r.payload for r in page})
+            if offset is None:
+                break
+        future_evidence = {ref for _, q in future for ref in q.evidence}
+        all_evidence = {ref for _, q in timeline for ref in q.evidence}
+        later_used = {mid for mid, p in payloads.items() if _memory_refs(p) & future_evidence}
+        never_used = {
+            mid for mid, p in payloads.items() if not _memory_refs(p) & all_evidence and mid not in uses
+        }
+        arms = {
+            "default": {
+                "floor": 0.65,
+                "decay": RECENCY_DECAY_PER_DAY,
+                "by_type": {},
+                "expire": EXPIRE_BELOW,
+                "keep": None,
+            },
+            "tuned": {
+                "floor": proposed.get("similarity_floor", 0.65),
+                "decay": proposed.get("decay_per_day", RECENCY_DECAY_PER_DAY),
+                "by_type": proposed.get("decay_per_day_by_type", {}),
+                "expire": proposed.get("expire_below", EXPIRE_BELOW),
+                "keep": proposed.get("keep_threshold"),
+            },
+        }
+        for name, arm in arms.items():
+            gone = _arm(
+                payloads, uses, cut, decay=arm["decay"], decay_by_type=arm["by_type"],
+                expire_below=arm["expire"], keep_threshold=arm["keep"],
+            )  # fmt: skip
+            if gone:
+                store.set_payload(sorted(gone), {"status": "expired"})
+            gateway.similarity_floor = float(arm["floor"])  # what a restart with the tuned file sets
+            scores = []
+            async with httpx.AsyncClient(base_url=stack.gateway_url, headers=headers, timeout=60) as client:
+                for at, q in future:
+                    refs, _ = await _ask(client, q, at, feedback=False)
+                    scores.append(locomo.evidence_recall(q.evidence, refs, 10))
+            if gone:
+                store.set_payload(sorted(gone), {"status": "active"})
+            lines.append(
+                {
+                    "bench": "tune-locomo",
+                    "arm": name,
+                    "conversations": ids,
+                    "settings": {k: v for k, v in arm.items() if v is not None},
+                    "future_questions": len(future),
+                    "recall_at_10": round(sum(scores) / len(scores), 4) if scores else None,
+                    "stored_memories": len(payloads) - len(gone),
+                    "removed_memories": len(gone),
+                    "never_used_memories": len(never_used),
+                    "never_used_expired_share": round(len(gone & never_used) / max(1, len(never_used)), 4),
+                    "later_used_memories": len(later_used),
+                    "later_used_expired": len(gone & later_used),
+                }
+            )
+        gateway.similarity_floor = 0.65
+        fits = outcome.report.as_dict()["fits"]
+        lines.insert(
+            0,
+            {
+                "bench": "tune-locomo-fit",
+                "conversations": ids,
+                "events": len(events),
+                "ingest_s": round(ingest_s, 1),
+                "past_questions": len(past),
+                "cut": cut.isoformat(),
+                "proposed": proposed,
+                "summary": outcome.report.summary,
+                "refused": {
+                    k: v["reason"]
+                    for k, v in fits.items()
+                    if isinstance(v, dict) and v.get("fitted") is False
+                },
+                "decay": fits["decay"],
+                "tuner_seconds": outcome.report.seconds["total"],
+                "plots": str(workdir / "tuning" / "plots"),
+            },
+        )
+    default, tuned = lines[1], lines[2]
+    lines.append(
+        {
+            "bench": "tune-locomo-goals",
+            "recall_at_10_default": default["recall_at_10"],
+            "recall_at_10_tuned": tuned["recall_at_10"],
+            "recall_goal_met": (tuned["recall_at_10"] or 0) >= (default["recall_at_10"] or 0),
+            "never_used_expired_share_tuned": tuned["never_used_expired_share"],
+            "never_used_goal_met": tuned["never_used_expired_share"] >= 0.2,
+            "later_used_expired_tuned": tuned["later_used_expired"],
+            "later_used_goal_met": tuned["later_used_expired"] == 0,
+            "stored_default": default["stored_memories"],
+            "stored_tuned": tuned["stored_memories"],
+            "load_avg": loadavg(),
+        }
+    )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``bench tune`` command line: JSON lines per part."""
+    parser = argparse.ArgumentParser(prog="hindsight bench tune", description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=("both", "synthetic", "locomo"), default="both")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="Synthetic candidate rows (default 1M).")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file.")
+    parser.add_argument("--conversations", default="conv-26,conv-30", help="Comma-separated sample ids.")
+    parser.add_argument("--history", type=float, default=0.6, help="Share of questions in the past.")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--workdir", type=Path, default=None, help="Keep files here (default: temp).")
+    parser.add_argument("--timeout-s", type=float, default=1800.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.part in ("both", "synthetic"):
+        with scratch_dir("hindsight-bench-tune-syn-", args.workdir and args.workdir / "synthetic") as work:
+            print_line(run_synthetic(args.rows, work, args.seed))
+    if args.part in ("both", "locomo"):
+        ids = [c.strip() for c in args.conversations.split(",") if c.strip()]
+        with scratch_dir("hindsight-bench-tune-locomo-", args.workdir and args.workdir / "locomo") as work:
+            for line in asyncio.run(
+                run_locomo(
+                    args.data, ids, work, history=args.history, seed=args.seed, timeout_s=args.timeout_s
+                )
+            ):
+                print_line(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

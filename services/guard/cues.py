@@ -1,0 +1,267 @@
+"""Concept cues for the instruction classifier: bilingual word families that memory-poisoning text
+combines (issue 10 item 2; A-MemGuard's observation that poisoned records are *instructions about
+the memory* rather than facts about the user).
+
+Character n-grams see phrasings; cues see concepts across phrasings. Each cue is a family of
+English and Chinese words for one concept; a text either shows the concept or not. The classifier
+learns their weights per source group, so "remember" from the user and "remember" inside a web
+page can weigh differently. A few conjunctions (``ai+memory`` ...) let the linear model score the
+combination higher than its parts.
+
+The families come from the attack classes the issue names (instructions to the assistant hidden in
+tool results and documents, fake administrator notices, tool output that "corrects" safety-critical
+facts, directives with persistence), from the usual hiding techniques of indirect prompt injection
+(HTML comments, invisible text) and from the benign text that shares their words (the user's own
+preferences, quoted attacks in security discussions, tool instructions addressed to people): general
+vocabulary of each concept, no phrase of a benchmark line. ``safety_topic`` holds the words of
+:data:`hindsight.consistency.SAFETY_CATEGORIES` (allergies, medication, identity, credentials, payment).
+
+Matching is by literals, not regexes: the text's English words are joined by single spaces and
+searched once for every English word, phrase and word prefix of every family (space-delimited), and
+the normalised text once for every Chinese term and markup literal, each with one Aho-Corasick
+automaton (``ahocorasick-rs``, overlapping matches), so all families together cost two linear scans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Final
+
+import ahocorasick_rs
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One concept: English words, English phrases (space-separated words), English word prefixes,
+    Chinese substrings."""
+
+    words: frozenset[str] = frozenset()
+    phrases: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    chinese: tuple[str, ...] = ()
+
+
+def _f(words: str = "", phrases: str = "", prefixes: str = "", chinese: str = "") -> Family:
+    return Family(
+        frozenset(words.split()),
+        tuple(f" {p.strip()} " for p in phrases.split(",") if p.strip()),
+        tuple(f" {p}" for p in prefixes.split()),
+        tuple(chinese.split()),
+    )
+
+
+FAMILIES: Final[dict[str, Family]] = {
+    # who is addressed or talked about
+    "ai_reader": _f(
+        "ai llm llms gpt gpts chatbot chatbots bot bots assistant assistants agent agents copilot "
+        "copilots model models",
+        "language model, language models, model instances, automated reader, automated readers, automated "
+        "system, "
+        "automated assistant, automated agent, automated agents, ai helper, ai helpers, memory service, "
+        "memory agent, "
+        "memory module, memory system",
+        chinese="人工智能 智能助手 智能助理 助手 助理 机器人 大模型 模型 智能体 智能客服",
+    ),
+    "third_person_user": _f(
+        phrases="the user, the user's, this user, this user's, the customer, the customer's, the patient, "
+        "the patient's, the person you assist, the person you help, the account holder, the member",
+        chinese="该用户 这位用户 此用户 用户 客户 患者 对方",
+    ),
+    "first_person": _f("i i'm i've i'd i'll me my mine myself", chinese="我 咱"),
+    "second_person_modal": _f(
+        phrases="you must, you should, you shall, you have to, you need to, you are required, you are "
+        "obliged, "
+        "you are expected, you are instructed, you are authorised, you are authorized, you are to, "
+        "assistants must, assistants should, agents must, agents should, models must, bots must",
+        chinese="你必须 你要 你应该 你应当 你须 你需要 你务必 你一律 你都要 须 务必 应当 不得",
+    ),
+    "third_party": _f(
+        "anyone anybody everyone everybody whoever others coworkers colleagues visitors strangers",
+        "other users, all users, every user, each user, other people, all customers, every customer, new "
+        "users, "
+        "the users, people who ask, anyone who asks",
+        chinese="任何人 所有人 别人 其他人 大家 每个人 所有用户 其他用户 凡是 谁来问 谁问",
+    ),
+    # what is asked
+    "safety_off": _f(
+        "filter filters filtering restriction restrictions guardrail guardrails censorship moderation "
+        "jailbreak "
+        "jailbroken unrestricted uncensored unfiltered",
+        "safety rules, safety guidelines, safety settings, content policy, no limits, without limits, "
+        "developer mode, turn off, switch off",
+        chinese="限制 过滤 安全规则 审核 越狱 无限制 没有限制 不受限 开发者模式 关闭安全",
+    ),
+    "memory_write": _f(
+        "remember remembered memorise memorize memorised memorized store stored stores save saved saves "
+        "persist "
+        "persisted persists record recorded records retain retained retains overwrite",
+        "note it, note that, note down, note this, make a note, file under, file it under, log it, log that, "
+        "add to your memory, add it to your memory, add this to your memory, add to your notes, add to "
+        "the profile, "
+        "write into, write it into, write to, keep in mind, keep it in mind, update its records, update "
+        "your records, "
+        "update their records",
+        chinese="记住 记下 记得 牢记 存入 保存 写入 写进 记录 登记 存档 标记 记在 录入 存到 备注",
+    ),
+    "memory_target": _f(
+        "memory memories profile preference preferences",
+        "long term memory, long-term memory, persistent memory, user facts, notes about, records of, "
+        "records about, "
+        "knowledge base",
+        chinese="长期记忆 永久记忆 记忆 档案 用户画像 偏好 资料库 知识库 备忘",
+    ),
+    "persistence": _f(
+        "henceforth hereafter permanently forever always",
+        "from now on, from here on, going forward, for good, in future, in all future, all future, "
+        "all subsequent, in subsequent, every time, every reply, every answer, each time, each reply, "
+        "from this point, never again, at all times",
+        chinese="以后 今后 此后 往后 从今 从现在 从此 永久 永远 长期 一直 每次 始终 一律 之后",
+    ),
+    "authority": _f(
+        "admin admins administrator administrators official policy policies compliance headquarters verified "
+        "directive notice authorised authorized",
+        "system notice, system message, system administrator, system update, system policy, security team, "
+        "it security, it department, platform notice, by order of, highest priority",
+        "regulat mandat",
+        chinese="管理员 系统公告 系统通知 官方 平台 规定 合规 监管 "
+        "上级 总部 通知 公告 安全部门 最高权限 指令 授权",
+    ),
+    "precedence": _f(
+        "supersede supersedes override overrides outrank outranks",
+        "takes priority, take priority, takes precedence, priority above, priority over, above the user, "
+        "above user, regardless of, ignore any conflicting, ignore conflicting, ignore earlier, ignore "
+        "previous, "
+        "higher priority, instead of the user",
+        chinese="优先于 高于 优先级 覆盖 无视 不受",
+    ),
+    "concealment": _f(
+        "secretly quietly silently hidden invisible",
+        "do not tell, don't tell, never tell, do not inform, do not notify, don't notify, do not surface, "
+        "do not mention, don't mention, do not warn, don't warn, never warn, do not ask, don't ask, "
+        "without asking, without telling, without notifying, without confirming, without consent, white "
+        "text, "
+        "white font",
+        chinese="不得向 不得告知 不得提示 不得通知 不要告诉 别告诉 悄悄 "
+        "秘密地 偷偷 不用再征求 无需确认 不必确认 隐藏 隐形",
+    ),
+    "promotion": _f(
+        "recommend recommends promote promotes",
+        "only recommend, only suggest, only show, only use, only book, link to, refer readers to, refer "
+        "users to, "
+        "trusted store, trusted source, trusted site",
+        chinese="推荐 只推荐 优先展示 优先推荐 推广 只信任 首选",
+    ),
+    "sensitive_data": _f(
+        "password passwords credential credentials pin pins passport passports mfa 2fa",
+        "card number, card numbers, recovery code, recovery codes, verification code, verification codes, "
+        "one time code, one-time code, id number, id numbers, login details, bank details, bank account",
+        chinese="密码 卡号 身份证 验证码 账号 银行卡 登录信息",
+    ),
+    "correction": _f(
+        "mistake mistakes mistaken clerical erroneous wrong incorrect obsolete superseded removed resolved "
+        "discontinued invalid cleared outdated replaced",
+        "entered in error, recorded in error, no longer",
+        "misdiagnos",
+        chinese="错误 有误 作废 误诊 不再 已变更 已更改 删除 无效",
+    ),
+    "safety_topic": _f(
+        "epipen dosage dose mg insulin warfarin metformin epinephrine antibiotic antibiotics passport pin "
+        "2fa iban "
+        "payout birthday",
+        "legal name, real name, date of birth, national id, social security, blood type, two-factor, "
+        "recovery code, "
+        "bank account, card ending, credit card, payment method, payment details",
+        "allerg anaphyla medicat prescri password passcode",
+        chinese="过敏 用药 药物 处方 剂量 胰岛素 华法林 停药 "
+        "服用 真实姓名 出生日期 身份证 护照 血型 密码 口令 验证码"
+        "收款 银行卡 账户 支付",
+    ),
+    "hidden_markup": _f(
+        phrases="display none",
+        chinese="<!-- --> display:none display: none font-size:0 color:white color:#fff [hidden [white "
+        "隐藏文字 白色字体",
+    ),
+    "reporting": _f(
+        "says said saw found explain example attack attacks attacker attackers paper article class story "
+        "phishing scam defence defences defense defenses",
+        "such as, red team, writing about, write about",
+        chinese="论文 例子 比如 例如 攻击 钓鱼 诈骗 防范 怎么防 科普",
+    ),
+    "question": _f(
+        "how what why",
+        "should i, can you, is that",
+        chinese="? 吗 怎么 如何 什么 为什么",
+    ),
+}
+
+_WORD_RE: Final = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
+_QUOTED_RE: Final = re.compile(r"\"[^\"\n]{6,}\"|“[^”\n]{4,}”|「[^」\n]{4,}」")
+_PAIRS: Final[tuple[tuple[str, str, str], ...]] = (
+    ("ai+memory", "ai_reader", "memory_write"),
+    ("ai+modal", "ai_reader", "second_person_modal"),
+    ("memory+third_person", "memory_write", "third_person_user"),
+    ("authority+precedence", "authority", "precedence"),
+    ("authority+memory", "authority", "memory_write"),
+    ("safety+correction", "safety_topic", "correction"),
+    ("concealment+memory", "concealment", "memory_write"),
+    ("persistence+third_person", "persistence", "third_person_user"),
+    ("first_person+persistence", "first_person", "persistence"),
+    ("third_party+persistence", "third_party", "persistence"),
+    ("third_party+modal", "third_party", "second_person_modal"),
+    ("third_party+promotion", "third_party", "promotion"),
+    ("concealment+third_party", "concealment", "third_party"),
+    ("safety_off+persistence", "safety_off", "persistence"),
+)
+
+CUES: Final[tuple[str, ...]] = (*FAMILIES, "quoted", *(name for name, _, _ in _PAIRS))
+"""Every cue name, in feature-slot order (the model file records it; changing it needs retraining)."""
+
+
+def _automaton(
+    patterns: dict[str, set[str]],
+) -> tuple[ahocorasick_rs.AhoCorasick, tuple[frozenset[str], ...]]:
+    keys = sorted(patterns)
+    return (
+        ahocorasick_rs.AhoCorasick(keys, matchkind=ahocorasick_rs.MatchKind.Standard),
+        tuple(frozenset(patterns[k]) for k in keys),
+    )
+
+
+def _build() -> tuple[
+    tuple[ahocorasick_rs.AhoCorasick, tuple[frozenset[str], ...]],
+    tuple[ahocorasick_rs.AhoCorasick, tuple[frozenset[str], ...]],
+]:
+    english: dict[str, set[str]] = defaultdict(set)
+    literal: dict[str, set[str]] = defaultdict(set)
+    for name, family in FAMILIES.items():
+        for word in family.words:
+            english[f" {word} "].add(name)
+        for pattern in (*family.phrases, *family.prefixes):
+            english[pattern].add(name)
+        for term in family.chinese:
+            literal[term.lower()].add(name)
+    return _automaton(english), _automaton(literal)
+
+
+_ENGLISH, _LITERAL = _build()
+
+
+def cues(normalised: str) -> list[str]:
+    """Names of the cues (:data:`CUES`) that ``normalised`` text shows, in :data:`CUES` order.
+
+    ``normalised`` is :func:`services.guard.classifier.normalise` output (NFKC, lower case).
+    """
+    found: set[str] = set()
+    joined = f" {' '.join(_WORD_RE.findall(normalised))} "
+    for automaton, names, haystack in (
+        (_ENGLISH[0], _ENGLISH[1], joined),
+        (_LITERAL[0], _LITERAL[1], normalised),
+    ):
+        for index, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
+            found.update(names[index])
+    if _QUOTED_RE.search(normalised):
+        found.add("quoted")
+    found.update(name for name, a, b in _PAIRS if a in found and b in found)
+    return [c for c in CUES if c in found]

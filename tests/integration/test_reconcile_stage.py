@@ -1,0 +1,188 @@
+"""The reconcile stage on the real embedded Qdrant engine and the real e5 embedder: what happens on a
+redelivery, after a restart between plan and apply, and in which order memories pair.
+
+None of these needs a judge answer (identical texts are ``same`` for free; a written plan is
+applied, not decided again): the stage is given the rule judge ``CorrectionJudge`` and it is never
+asked. The model judge is exercised end to end in ``tests/e2e/test_reconcile.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from pydantic import BaseModel
+
+from hindsight.consistency import CorrectionJudge
+from hindsight.consumer import Envelope
+from hindsight.ids import stable_id
+from hindsight.inference.embedder import LocalE5Embedder
+from hindsight.publisher import EventPublisher
+from hindsight.records import (
+    DONE,
+    PENDING,
+    PLANNED,
+    RECONCILE_PLAN,
+    RECONCILE_STATE,
+    from_payload,
+    to_payload,
+)
+from hindsight.stores.vector import VectorRecord
+from hindsight.stores.vector_edge import EdgeVectorStore
+from schemas import Memory, MemoryStoredEvent, Provenance, Topic
+from services.ingest.reconcile import ReconcileStage
+from services.ingest.revisions import Thresholds
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+LIMITS = Thresholds(turn=0.86, fact=0.88, lesson=0.88, max_pairs=3, min_update_confidence=0.5)
+
+
+class Collected:
+    """Collects what the stage announces (a sink: nothing here consumes it)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, BaseModel]] = []
+
+    def send(self, topic: str, key: bytes | None, event: BaseModel) -> None:
+        self.sent.append((topic, event))
+
+    def discard(self) -> None:
+        self.sent.clear()
+
+    async def flush(self) -> int:
+        return len(self.sent)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[EdgeVectorStore]:
+    s = EdgeVectorStore(tmp_path / "memories", 384)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def turn(
+    name: str, text: str, *, day: float, user: str = "u1", **payload: Any
+) -> tuple[Memory, dict[str, Any]]:
+    when = T0 + timedelta(days=day)
+    memory = Memory(
+        id=stable_id("test-reconcile", user, name),
+        tenant_id="t1",
+        user_id=user,
+        agent_id="a1",
+        session_id=f"s-{name}",
+        type="episodic",
+        kind="turn",
+        content=text,
+        source="user",
+        intent="fact",
+        importance=0.5,
+        confidence=0.6,
+        created_at=when,
+        stored_at=when,
+        valid_from=when,
+        last_accessed_at=when,
+        provenance=Provenance(event_ids=(f"e-{name}",)),
+    )
+    return memory, to_payload(memory) | {RECONCILE_STATE: PENDING} | payload
+
+
+def put(store: EdgeVectorStore, e5: LocalE5Embedder, *items: tuple[Memory, dict[str, Any]]) -> None:
+    vectors = e5.embed_passages([m.content for m, _ in items])
+    store.upsert([VectorRecord(m.id, v, p) for (m, p), v in zip(items, vectors, strict=True)])
+
+
+def stage(store: EdgeVectorStore, e5: LocalE5Embedder) -> ReconcileStage:
+    return ReconcileStage(store, e5, CorrectionJudge(), None, LIMITS, facts="off")
+
+
+async def deliver(rc: ReconcileStage, *memories: Memory) -> Collected:
+    out = Collected()
+    batch = [
+        Envelope(MemoryStoredEvent(memory=m, candidate_id=m.id), str(Topic.STORED), 0, i, None, b"")
+        for i, m in enumerate(memories)
+    ]
+    await rc.handle(batch, cast("EventPublisher", out))
+    return out
+
+
+def payload_of(store: EdgeVectorStore, memory: Memory) -> dict[str, Any]:
+    return store.retrieve([memory.id])[0].payload
+
+
+async def test_a_repeated_statement_merges_into_the_one_reconciled_first(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    first, p1 = turn("first", "I'm allergic to penicillin.", day=0)
+    again, p2 = turn("again", "i'm allergic to penicillin!", day=9)
+    put(store, local_e5, (first, p1), (again, p2))
+    rc = stage(store, local_e5)
+    await deliver(rc, first)  # `again` is still pending: it pairs with `first`, not the other way
+    assert payload_of(store, first)["status"] == "active"
+    await deliver(rc, again)
+    kept, dup = payload_of(store, first), payload_of(store, again)
+    assert (dup["status"], dup["merged_into"], dup[RECONCILE_STATE]) == ("merged", first.id, DONE)
+    assert kept["merged_ids"] == [again.id]
+    assert kept["merged_event_ids"] == ["e-again"]
+    assert dup["reconcile_decisions"][0]["backend"] == "rules:identical-text"
+
+
+async def test_a_redelivered_memory_changes_nothing(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    first, p1 = turn("first", "My rent is 950 euros a month.", day=0)
+    again, p2 = turn("again", "My rent is 950 euros a month.", day=3)
+    put(store, local_e5, (first, p1), (again, p2))
+    rc = stage(store, local_e5)
+    await deliver(rc, first, again)
+    before = {m.id: payload_of(store, m) for m in (first, again)}
+    await deliver(rc, again, first, again)  # redelivered, out of order, twice
+    assert {m.id: payload_of(store, m) for m in (first, again)} == before
+
+
+async def test_a_restart_between_plan_and_done_applies_the_written_plan_again(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    old, p_old = turn("old", "I live in Lyon.", day=0)
+    new, p_new = turn("new", "We just moved to Bordeaux.", day=30)
+    plan = {
+        old.id: {"status": "superseded", "superseded_by": new.id, "valid_to": p_new["valid_from"]},
+        new.id: {"parent_id": old.id, "version": 2, "supersedes": [old.id]},
+    }
+    # the process died after writing the plan and before applying it: `old` still looks active
+    p_new |= {RECONCILE_STATE: PLANNED, RECONCILE_PLAN: plan, "reconcile_decisions": []}
+    put(store, local_e5, (old, p_old | {RECONCILE_STATE: DONE}), (new, p_new))
+    await deliver(stage(store, local_e5), new)
+    a, b = payload_of(store, old), payload_of(store, new)
+    assert (a["status"], a["superseded_by"], a["valid_to"]) == ("superseded", new.id, b["valid_from"])
+    assert (b["parent_id"], b["version"], b["supersedes"], b[RECONCILE_STATE]) == (old.id, 2, [old.id], DONE)
+    assert b.get(RECONCILE_PLAN) is None
+    assert from_payload(b).version == 2
+
+
+async def test_memories_of_another_user_scope_or_kind_are_never_paired(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    text = "My daughter's school is Lindenhof Primary."
+    mine, p1 = turn("mine", text, day=0)
+    other_user, p2 = turn("other", text, day=1, user="u2")
+    other_scope, p3 = turn("scope", text, day=2, scope="agent:a2")
+    lesson, p4 = turn("lesson", text, day=3, kind="lesson", type="semantic")
+    again, p5 = turn("again", text, day=4)
+    put(store, local_e5, (mine, p1), (other_user, p2), (other_scope, p3), (lesson, p4), (again, p5))
+    await deliver(stage(store, local_e5), mine, other_user, other_scope, lesson, again)
+    statuses = {m.id: payload_of(store, m)["status"] for m in (mine, other_user, other_scope, lesson, again)}
+    assert statuses == {
+        mine.id: "active",
+        other_user.id: "active",
+        other_scope.id: "active",
+        lesson.id: "active",
+        again.id: "merged",
+    }
+    assert payload_of(store, again)["merged_into"] == mine.id
