@@ -22,6 +22,8 @@ at 10k/100k memories, ingest-to-searchable), :mod:`bench.inference` (embedder/re
 in-process), :mod:`bench.load` (sustained offered load), :mod:`bench.chaos` (faults lose nothing),
 :mod:`bench.serve` (recall through HTTP and MCP vs in-process; idle CPU), :mod:`bench.guard` (the
 guard on its labelled set), :mod:`bench.updates` (version chains, conflicts and lessons on bilingual
-update scenarios). :mod:`bench.clients` is the HTTP/MCP load generator ``bench.serve`` runs as a
-child process.
+update scenarios), :mod:`bench.broker` (the embedded broker candidates side by side), :mod:`bench.idle`
+(CPU of an idle ``hindsight up``). :mod:`bench.clients` is the HTTP/MCP load generator
+``bench.serve`` runs as a child process; :mod:`bench.up` runs ``hindsight up`` as a child process
+(restart tests too).
 """

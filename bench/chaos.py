@@ -18,6 +18,10 @@ the write-trigger saw each user's events in order (session ledger ordinals). Wit
 must equal those of a fault-free reference reconcile of the same turns. It prints one JSON line and
 exits non-zero on any loss, duplicate, reordering or chain difference.
 
+``--qdrant-server`` runs the production topology of the vector store instead: a real Qdrant server
+(:class:`hindsight.stores.qdrant_server.QdrantServer`) whose one collection two embed processes
+share, and the faults then include a SIGKILL of the server, restarted 1-3 s later.
+
 The pieces it shares with the fault tests and ``hindsight bench load`` are in :mod:`bench.procs`
 (processes, fault-injecting store), :mod:`bench.workload` (events) and :mod:`bench.verify` (check).
 """
@@ -50,6 +54,7 @@ from hindsight.ids import turn_memory_id
 from hindsight.observability import configure_logging
 from hindsight.runtime import open_vector_store
 from hindsight.settings import AllSettings
+from hindsight.stores.qdrant_server import QdrantServer
 from hindsight.stores.redis_server import Backend, EmbeddedRedis
 from schemas import InteractionEvent, MemoryStoredEvent, Topic
 
@@ -81,6 +86,11 @@ class ChaosConfig:
     timeout_s: float = 1800.0
     guards: int = 2
     triggers: int = 3
+    qdrant_server: bool = False
+    """Run a real Qdrant server (``hindsight.stores.qdrant_server``): the embed processes share one
+    collection of it, and the faults include SIGKILL and restart of the server."""
+    embeds: int | None = None
+    """Embed processes; default 1, or 2 with ``qdrant_server`` (the embedded store allows one)."""
     updates: int = 6
     """Revision users whose version chains are checked (0: reconcile does not run)."""
 
@@ -90,6 +100,7 @@ class _Faults:
     kills: int = 0
     redis_restarts: int = 0
     vector_outages: int = 0
+    qdrant_restarts: int = 0
     restarts: list[asyncio.Task[None]] = field(default_factory=list)
 
 
@@ -104,6 +115,7 @@ async def _inject_faults(
     pipe: Pipeline,
     procs: list[ServiceProcess],
     redis: EmbeddedRedis,
+    qdrant: QdrantServer | None = None,
     *,
     published: Callable[[], float],
     rng: random.Random,
@@ -111,15 +123,16 @@ async def _inject_faults(
 ) -> _Faults:
     """Fire the faults at random points of the publishing (10-90 % of the records published):
     SIGKILLs (one of them hits the embed process) each followed by a restart 0.5-2.5 s later, one
-    Redis restart, one vector store outage of ``outage_s`` seconds. Before each fault the embed
+    Redis restart, one vector store outage of ``outage_s`` seconds, and with a Qdrant server one
+    SIGKILL of the server restarted 1-3 s later (it replays its write-ahead log). Before each fault the embed
     stage must have committed more since the previous one (the pipeline recovered) and 2 s must
     have passed, so no fault lands on a pipeline that is still down."""
     faults = _Faults()
     kills = cfg.kills if cfg.kills is not None else min(12, max(4, cfg.events // 600))
-    actions = ["kill-embed"] + ["kill"] * (kills - 1) + ["redis", "outage"]
+    actions = ["kill-embed"] + ["kill"] * (kills - 1) + ["redis", "outage"] + (["qdrant"] if qdrant else [])
     rng.shuffle(actions)
     marks = sorted(rng.uniform(0.1, 0.9) for _ in actions)
-    embed = next(p for p in procs if p.name == "embed")
+    embeds = [p for p in procs if p.name.startswith("embed")]
     last_done, last_at = await _embedded_progress(pipe), time.monotonic()
     last_victim: ServiceProcess | None = None
     for action, mark in zip(actions, marks, strict=True):
@@ -133,12 +146,19 @@ async def _inject_faults(
             await asyncio.sleep(0.25)
         if action in ("kill", "kill-embed"):
             alive = [p for p in procs if p.alive and p is not last_victim] or [p for p in procs if p.alive]
-            victim = embed if action == "kill-embed" and embed.alive else rng.choice(alive)
+            busy = [p for p in embeds if p.alive]
+            victim = rng.choice(busy) if action == "kill-embed" and busy else rng.choice(alive)
             last_victim = victim
             log.info("chaos: SIGKILL %s", victim.name)
             victim.kill()
             faults.kills += 1
             faults.restarts.append(asyncio.create_task(_restart_later(victim, rng.uniform(0.5, 2.5))))
+        elif action == "qdrant" and qdrant is not None:
+            log.info("chaos: SIGKILL the Qdrant server")
+            await asyncio.to_thread(qdrant.kill)
+            await asyncio.sleep(rng.uniform(1.0, 3.0))
+            await asyncio.to_thread(qdrant.start)
+            faults.qdrant_restarts += 1
         elif action == "redis":
             log.info("chaos: restarting Redis")
             await asyncio.to_thread(redis.stop)
@@ -192,6 +212,9 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
         backend: Backend = "redis-server" if shutil.which("redis-server") else "auto"
         redis = EmbeddedRedis(cfg.workdir / "redis", backend=backend, port=free_port(), appendfsync="always")
         stack.enter_context(redis)
+        qdrant = (
+            stack.enter_context(QdrantServer(cfg.workdir / "qdrant-server")) if cfg.qdrant_server else None
+        )
         await ensure_topics(bootstrap, {str(t): 6 for t in Topic})
         pipe = Pipeline(
             bootstrap,
@@ -200,11 +223,13 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
             f"chaos-{run}",
             cfg.idempotent,
             {"HINDSIGHT_KAFKA_MAX_BATCH": "16"},
+            qdrant_url=qdrant.url if qdrant is not None else "",
+            qdrant_collection=f"chaos_{run}",
             reconcile=cfg.updates > 0,
         )
         procs = [pipe.guard(i) for i in range(cfg.guards)]
         procs += [pipe.trigger(i) for i in range(cfg.triggers)]
-        procs.append(pipe.embed())
+        procs += [pipe.embed(i) for i in range(cfg.embeds or (2 if qdrant is not None else 1))]
         stack.callback(stop_all, procs)
         for proc in procs:
             proc.start()
@@ -213,7 +238,7 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
             publish(bootstrap, work, rate=cfg.rate, idempotent=cfg.idempotent, progress=progress)
         )
         faults = await _inject_faults(
-            cfg, pipe, procs, redis, published=progress.fraction, rng=rng, deadline=deadline
+            cfg, pipe, procs, redis, qdrant, published=progress.fraction, rng=rng, deadline=deadline
         )
         await publishing
         await asyncio.gather(*faults.restarts)
@@ -251,6 +276,9 @@ async def run_chaos(cfg: ChaosConfig) -> dict[str, Any]:
         "out_of_order": verdict.out_of_order,
         "redis_restarts": faults.redis_restarts,
         "vector_outages": faults.vector_outages,
+        "qdrant_server": cfg.qdrant_server,
+        "qdrant_restarts": faults.qdrant_restarts,
+        "embed_processes": sum(1 for p in procs if p.name.startswith("embed")),
         "processes": len(procs),
         "sigterm_max_s": round(max(s for _, s in drained), 2),
         "sigterm_nonzero_exits": sum(1 for code, _ in drained if code not in (0, None)),
@@ -317,6 +345,8 @@ def main_chaos(
     bootstrap: str | None,
     workdir: Path | None,
     timeout_s: float,
+    qdrant_server: bool = False,
+    embeds: int | None = None,
     updates: int = 6,
 ) -> int:
     """``hindsight chaos``: run, print the JSON line (problem examples to stderr), return the exit
@@ -332,6 +362,8 @@ def main_chaos(
         seed=seed,
         bootstrap=bootstrap,
         timeout_s=timeout_s,
+        qdrant_server=qdrant_server,
+        embeds=embeds,
         updates=updates,
     )
     try:

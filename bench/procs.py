@@ -248,7 +248,9 @@ class Pipeline:
     """Guard, write-trigger and embed processes sharing one broker, one Redis and one group prefix.
 
     Every write-trigger and guard process gets its own data directory (they keep nothing there);
-    the embed process owns ``<workdir>/embed`` (the embedded vector store) across restarts.
+    the embed process owns ``<workdir>/embed`` (the embedded vector store) across restarts. With
+    ``qdrant_url`` every embed process writes collection ``qdrant_collection`` of that Qdrant
+    server instead, so several may run (``embed(i)``), like in production.
     """
 
     bootstrap: str
@@ -257,6 +259,8 @@ class Pipeline:
     prefix: str
     idempotent: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
+    qdrant_url: str = ""
+    qdrant_collection: str = "memories"
     reconcile: bool = False
     """The embed process also runs reconcile (group ``<prefix>-ingest-reconcile``, same store)."""
 
@@ -293,6 +297,11 @@ class Pipeline:
             "HINDSIGHT_DATA_DIR": str(data_dir),
             "HINDSIGHT_INGEST_KEEP_THRESHOLD": "0",
             "HINDSIGHT_LOG_LEVEL": "INFO",
+            "HINDSIGHT_QDRANT_URL": self.qdrant_url,
+            "HINDSIGHT_QDRANT_COLLECTION": self.qdrant_collection,
+            # the test server (1.18.3) is older than the pinned client (1.20); the congruence
+            # tests cover the API the adapter uses
+            "HINDSIGHT_QDRANT_CHECK_COMPATIBILITY": "false",
             **self.extra_env,
             **extra,
         }
@@ -313,22 +322,29 @@ class Pipeline:
             name, "services.ingest.app:create_app", env, self.workdir / "logs" / f"{name}.log"
         )
 
-    def embed(self, **extra: str) -> ServiceProcess:
-        """The one embed process (owns the embedded vector store, behind :class:`OutageVectorStore`);
-        with :attr:`reconcile` it runs reconcile too."""
+    def embed(self, i: int = 0, **extra: str) -> ServiceProcess:
+        """Embed process ``i`` (group ``<prefix>-ingest-embed``; its vector store behind
+        :class:`OutageVectorStore`); with :attr:`reconcile` it runs reconcile too. Only ``i=0``
+        without ``qdrant_url``: the embedded vector store allows one process; with a Qdrant server
+        any number share the collection."""
+        if i and not self.qdrant_url:
+            raise ConfigurationError("a second embed process needs a Qdrant server (qdrant_url)")
+        name = "embed" if i == 0 else f"embed-{i}"
         stages = '["embed", "reconcile"]' if self.reconcile else '["embed"]'
         env = self._env(
-            "embed",
-            self.embed_data_dir,
+            name,
+            self.embed_data_dir if i == 0 else self.workdir / name,
             {"HINDSIGHT_INGEST_STAGES": stages, OUTAGE_FLAG_ENV: str(self.outage_flag), **extra},
         )
         return ServiceProcess(
-            "embed", f"{__name__}:create_ingest_app", env, self.workdir / "logs" / "embed.log"
+            name, f"{__name__}:create_ingest_app", env, self.workdir / "logs" / f"{name}.log"
         )
 
     def settings(self) -> AllSettings:
-        """Settings of the embed process (to open its vector store once it has stopped)."""
+        """Settings of the embed processes (to open their vector store once they have stopped)."""
         cfg = AllSettings()
         cfg.runtime.data_dir = self.embed_data_dir
-        cfg.qdrant.url = ""
+        cfg.qdrant.url = self.qdrant_url
+        cfg.qdrant.collection = self.qdrant_collection
+        cfg.qdrant.check_compatibility = False
         return cfg

@@ -44,11 +44,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.subscriber.usecase import BatchSubscriber
 from faststream.middlewares import AckPolicy
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
@@ -628,6 +630,33 @@ class BatchRunner(ConsumerRebalanceListener):  # type: ignore[misc]
         )
 
 
+class _EventDrivenBatchSubscriber(BatchSubscriber):
+    """FastStream's batch subscriber without its idle sleep.
+
+    FastStream 0.7.8 (``BatchSubscriber.get_msg``) sleeps ``batch_timeout_ms`` after every empty
+    ``getmany``; a record arriving during that sleep waits for it, on every hop of the pipeline, so
+    the timeout had to be short (10 ms) and an idle consumer woke 50 times a second. aiokafka's
+    ``getmany(timeout_ms)`` already waits event-driven (it returns as soon as the fetcher buffers a
+    record), so without the sleep ``batch_timeout_ms`` bounds only how often an idle consumer wakes,
+    never how late a record is handled.
+    """
+
+    __slots__ = ()
+
+    async def get_msg(self, consumer: AIOKafkaConsumer) -> tuple[ConsumerRecord[Any, Any], ...]:
+        """Wait up to ``batch_timeout_ms`` for records; return them all (empty when none came)."""
+        messages = await consumer.getmany(timeout_ms=self.batch_timeout_ms, max_records=self.max_records)
+        return tuple(chain.from_iterable(messages.values()))
+
+
+def _event_driven(subscriber: object) -> None:
+    """Make a FastStream batch subscriber wait without the idle sleep (see the class above)."""
+    if type(subscriber) is BatchSubscriber:
+        subscriber.__class__ = _EventDrivenBatchSubscriber
+    else:  # another FastStream version: correct, only slower to notice a record
+        log.warning("batch subscriber kept as is", extra={"type": type(subscriber).__name__})
+
+
 async def _keep_bytes(message: KafkaMessage) -> Any:
     """FastStream decoder that never parses: the stage validates each record itself, so one
     malformed record is dead-lettered instead of failing the whole batch in the decoder."""
@@ -645,6 +674,8 @@ def subscribe(
     batch_timeout_ms: int = 100,
     fetch_max_wait_ms: int = 500,
     session_timeout_ms: int = 10_000,
+    consumer_timeout_ms: int = 200,
+    group_instance_id: str | None = None,
     policy: DeliveryPolicy | None = None,
     on_batch_done: Callable[[], Awaitable[None]] | None = None,
     min_interval_s: float = 0.0,
@@ -654,7 +685,9 @@ def subscribe(
     Offsets are committed by the returned :class:`BatchRunner` (``AckPolicy.MANUAL``): after a
     batch's writes are durable, or never when it fails (rewind and pause). The runner is also the
     consumer's rebalance listener. ``policy`` defaults to :class:`DeliveryPolicy` with a drain
-    timeout of 60 % of the session timeout. ``min_interval_s`` > 0 makes the runner wait that long
+    timeout of 60 % of the session timeout. ``group_instance_id`` makes the consumer a static member
+    (KIP-345: it rejoins with its old assignment after a restart, and leaves only by session
+    timeout); None is dynamic membership. ``min_interval_s`` > 0 makes the runner wait that long
     from the start of a batch before it takes the next, so records gather into fewer, bigger
     batches: for sinks whose every write has a fixed cost (a ClickHouse insert costs ~10-20 ms of
     CPU whatever its size) and whose readers can wait.
@@ -667,9 +700,10 @@ def subscribe(
         min_interval_s=min_interval_s,
     )
 
-    @broker.subscriber(
+    subscriber = broker.subscriber(
         *topics,
         group_id=group_id,
+        group_instance_id=group_instance_id,
         batch=True,
         max_records=max_records,
         batch_timeout_ms=batch_timeout_ms,
@@ -677,12 +711,16 @@ def subscribe(
         auto_offset_reset="earliest",
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=max(1000, session_timeout_ms // 3),
+        consumer_timeout_ms=consumer_timeout_ms,
         ack_policy=AckPolicy.MANUAL,
         listener=runner,
         title=f"{stage.name}:{','.join(topics)}",
         description=(stage.__doc__ or stage.name).strip().splitlines()[0],
         decoder=_keep_bytes,
     )
+    _event_driven(subscriber)
+
+    @subscriber
     async def _consume(body: Any, message: KafkaMessage) -> None:
         raw = message.raw_message
         records = raw if isinstance(raw, tuple) else (raw,)

@@ -4,15 +4,16 @@ Nothing here runs at import time. :func:`open_resources` is an async context man
 client a process needs; each resource is opened on first use, so a guard-only process never loads
 the embedding model or opens the vector store. In ``local`` mode an empty URL means an embedded
 store under ``data_dir`` (qdrant-edge, chdb, Valkey/Redis) and an empty Kafka bootstrap means an
-embedded Tansu broker (only :func:`embedded_broker` starts it: standalone services need a broker).
+embedded broker (only ``hindsight up`` starts one, :class:`hindsight.brokers.embedded.EmbeddedBroker`:
+standalone services need a broker).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hindsight.runtime")
 
+
+CHDB_OPTIONS: dict[str, object] = {"memory_worker_period_ms": 5000}
+"""Options of the embedded ClickHouse engine (chDB): its memory worker reads the process's resident
+memory every 100 ms by default, 0.2 % of a core on an idle ``hindsight up``; every 5 s is enough to
+track a memory limit for an access log."""
 
 GRACEFUL_TIMEOUT_S = 15.0
 """Seconds a stopping subscriber (SIGTERM) waits for its batch in flight to finish and commit."""
@@ -91,26 +97,6 @@ def check_delivery(settings: AllSettings) -> None:
         )
 
 
-@contextmanager
-def embedded_broker(settings: AllSettings) -> Iterator[str]:
-    """Yield a bootstrap address: the configured one, or an embedded Tansu broker on loopback.
-
-    Tansu is memory-only (not durable): fine for the embedded default and demos, not production.
-    """
-    if settings.kafka.bootstrap:
-        yield settings.kafka.bootstrap
-        return
-    if settings.runtime.mode == "production":
-        raise ConfigurationError("production mode needs HINDSIGHT_KAFKA_BOOTSTRAP")
-    from hindsight.brokers.tansu import TansuBroker  # noqa: PLC0415 (only the embedded default needs it)
-
-    work = settings.runtime.data_dir / "tansu"
-    work.mkdir(parents=True, exist_ok=True)
-    with TansuBroker(work) as broker:
-        log.info("embedded Kafka-protocol broker (Tansu) on %s", broker.bootstrap)
-        yield broker.bootstrap
-
-
 def open_vector_store(settings: AllSettings) -> VectorStore:
     """Open the configured vector store: a Qdrant server by ``HINDSIGHT_QDRANT_URL``, else the embedded
     Qdrant engine under ``<data_dir>/qdrant/<collection>`` (one process per directory). The caller
@@ -128,7 +114,8 @@ def open_vector_store(settings: AllSettings) -> VectorStore:
         from hindsight.stores.vector_qdrant import QdrantVectorStore  # noqa: PLC0415
 
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
-        return QdrantVectorStore(QdrantClient(url=cfg.url, api_key=key), cfg.collection, dim)
+        client = QdrantClient(url=cfg.url, api_key=key, check_compatibility=cfg.check_compatibility)
+        return QdrantVectorStore(client, cfg.collection, dim)
     from hindsight.stores.vector_edge import EdgeVectorStore  # noqa: PLC0415
 
     path = (settings.runtime.data_dir / "qdrant").resolve()
@@ -191,16 +178,19 @@ class Resources:
         gather batches for ``min_interval_s``, see :func:`~hindsight.consumer.subscribe`); returns
         its :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
+        group_id = kafka.group(group)
         runner = subscribe(
             self.broker,
             stage,
             topics=topics,
-            group_id=kafka.group(group),
+            group_id=group_id,
+            group_instance_id=f"{group_id}-{kafka.instance_id}" if kafka.instance_id else None,
             publisher_factory=self.publisher,
             max_records=min(kafka.max_batch, max_records or kafka.max_batch),
             batch_timeout_ms=kafka.batch_timeout_ms,
             fetch_max_wait_ms=kafka.fetch_max_wait_ms,
             session_timeout_ms=kafka.session_timeout_ms,
+            consumer_timeout_ms=kafka.consumer_timeout_ms,
             min_interval_s=min_interval_s,
         )
         self.runners[group] = runner
@@ -303,7 +293,10 @@ class Resources:
             ch = self.settings.clickhouse
             dsn = ch.dsn or f"chdb://{self._data_dir('clickhouse')}"
             try:
-                client = clickhouse_connect.get_client(dsn=dsn)
+                if dsn.startswith("chdb:"):
+                    client = clickhouse_connect.get_client(dsn=dsn, chdb_options=CHDB_OPTIONS)
+                else:
+                    client = clickhouse_connect.get_client(dsn=dsn)
             except ClickHouseError as exc:
                 hint = (
                     "check HINDSIGHT_CLICKHOUSE_DSN"

@@ -42,23 +42,46 @@ class RuntimeSettings(BaseSettings):
 class KafkaSettings(BaseSettings):
     """Kafka connection (env prefix ``HINDSIGHT_KAFKA_``).
 
-    ``bootstrap`` empty in local mode means: start an embedded Kafka-protocol broker (Tansu) on a
-    free loopback port.
+    ``bootstrap`` empty in local mode means: start an embedded Kafka-protocol broker on a loopback
+    port, ``embedded`` says which (:mod:`hindsight.brokers.embedded`).
     """
 
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_KAFKA_", extra="ignore")
 
     bootstrap: str = Field("", description="host:port[,host:port]; empty = embedded broker (local).")
+    embedded: Literal["kafka", "tansu"] = Field(
+        "kafka",
+        description="Embedded broker when bootstrap is empty: 'kafka' (Apache Kafka 4.4 under data_dir, "
+        "durable) or 'tansu' (in memory: loses every event on stop; demos only).",
+    )
     partitions: int = Field(6, ge=1, description="Partitions for topics Hindsight creates.")
     group_prefix: str = Field("hindsight", description="Consumer group id prefix.")
     max_batch: int = Field(64, ge=1, description="Max records per consumer batch.")
-    batch_timeout_ms: int = Field(100, ge=1, description="Max wait to fill a batch (ms).")
+    batch_timeout_ms: int = Field(
+        100,
+        ge=1,
+        description="Longest an idle consumer waits for records before it polls again (ms); records that "
+        "arrive are handled at once.",
+    )
     fetch_max_wait_ms: int = Field(
         500, ge=1, description="Longest time the broker may hold a fetch that has no new records (ms)."
     )
     session_timeout_ms: int = Field(10_000, ge=1_000, description="Consumer group session timeout (ms).")
+    consumer_timeout_ms: int = Field(
+        200,
+        ge=1,
+        description="Longest sleep of a consumer's background fetch loop between events (aiokafka "
+        "consumer_timeout_ms); the loop also wakes on every fetch answer, seek, pause and rebalance.",
+    )
+    instance_id: str = Field(
+        "",
+        description="Static group membership (Kafka KIP-345): a stable id of this process; each of its "
+        "consumers joins as '<group>-<instance_id>' and a restarted process takes its partitions back "
+        "at once instead of after the session timeout. Empty = dynamic membership. Two live processes "
+        "must never share one. 'hindsight up' sets one per data directory.",
+    )
     idempotent: bool = Field(
-        False, description="Idempotent producer (real Kafka; the embedded Tansu broker does not support it)."
+        False, description="Idempotent producer (Kafka, Redpanda; the Tansu broker does not support it)."
     )
 
     def group(self, name: str) -> str:
@@ -78,6 +101,11 @@ class VectorStoreSettings(BaseSettings):
     url: str = Field("", description="Qdrant server URL; empty = embedded engine (local).")
     api_key: SecretStr | None = Field(None, description="Qdrant API key (production).")
     collection: str = Field("memories", description="Collection name.")
+    check_compatibility: bool = Field(
+        True,
+        description="Let qdrant-client warn when the server's version is more than one minor apart "
+        "(false for a server older than the pinned client whose API the congruence tests cover).",
+    )
 
 
 class ClickHouseSettings(BaseSettings):

@@ -334,9 +334,34 @@ def migrate(
             raise StoreUnavailableError(f"recording schema version {step.version} failed: {exc}") from exc
         log.info("ClickHouse schema migration applied", extra={"version": step.version, "step": step.name})
         applied.append(step.version)
+    if not _access_log_exists(client, names):
+        # the access-log table's name is a setting (HINDSIGHT_CLICKHOUSE_TABLE), so a database whose
+        # ledger is current can still lack the configured one: create it at the current schema
+        for step in MIGRATIONS:
+            if step.name.startswith("access_log"):
+                for sql in step.statements(names):
+                    _run(client, sql)
+        log.info("ClickHouse access-log table created", extra={"table": names.access_log})
     for sql in views(names) if views is not None else ():
         _run(client, sql)
     return applied
+
+
+def _access_log_exists(client: Client, names: SchemaNames) -> bool:
+    """Whether the configured access-log table exists (``database.table`` or one in ``names.database``).
+
+    Raises:
+        StoreUnavailableError: ClickHouse did not answer.
+    """
+    database, _, table = names.access_log.rpartition(".")
+    try:
+        rows = client.query(
+            "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            parameters={"db": database or names.database, "t": table},
+        ).result_rows
+    except ClickHouseError as exc:
+        raise StoreUnavailableError(f"reading system.tables failed: {exc}") from exc
+    return bool(rows[0][0])
 
 
 def render_all(names: SchemaNames, views: Callable[[SchemaNames], list[str]] | None = None) -> str:

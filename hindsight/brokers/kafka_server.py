@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -27,6 +29,7 @@ from typing import IO, Self
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
+from hindsight.childproc import die_with_parent_argv
 from hindsight.errors import ConfigurationError, StoreUnavailableError
 
 KAFKA_VERSION = "4.4.0"
@@ -37,6 +40,43 @@ KAFKA_HOME_ENV = "HINDSIGHT_KAFKA_HOME"
 
 JAVA_ENV = "HINDSIGHT_JAVA"
 """Environment variable naming the ``java`` executable (else ``$JAVA_HOME/bin/java``, else PATH)."""
+
+CLASS_ARCHIVE_ENV = "HINDSIGHT_KAFKA_CLASS_ARCHIVE"
+"""Environment variable naming the AppCDS class archive to start the broker with ("" = none)."""
+
+LEAN_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xms32m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:CICompilerCount=1",
+    "-Xss512k",
+    "-XX:-UsePerfData",
+    "-XX:+ExitOnOutOfMemoryError",
+)
+"""JVM options for a single-node broker on a small machine. The serial collector and the C1
+compiler alone start faster and idle lower than G1 with both JIT tiers (``-UsePerfData``: no
+sampling of JVM counters into ``/tmp/hsperfdata_*`` every 50 ms); measured on 2 shared cores
+(``hindsight bench broker``, docs/delivery.md): start-up 9-15 s -> 7 s (3.5 s with the class
+archive), idle CPU 3.8 % -> 1.4 % of a core, resident memory 318 -> 206 MiB, while a single node
+on loopback still moves tens of thousands of records per second."""
+
+LEAN_PROPERTIES: dict[str, str] = {
+    "num.network.threads": "1",
+    "num.io.threads": "2",
+    "background.threads": "2",
+    "num.recovery.threads.per.data.dir": "1",
+    "num.replica.fetchers": "1",
+    "log.cleaner.threads": "1",
+    "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024),
+    "log.cleaner.io.buffer.size": str(64 * 1024),
+    "group.coordinator.threads": "1",
+    "share.coordinator.threads": "1",
+    # The active controller appends a no-op record every 500 ms by default to advance the metadata
+    # high watermark, which only matters with several controllers: one node never needs it.
+    "metadata.max.idle.interval.ms": "0",
+}
+"""Broker properties for one node on loopback: one thread per pool where Kafka's defaults assume a
+server (8 I/O threads, 3 network threads, ...)."""
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _FETCH_HINT = "run infra/kafka/fetch.sh (needs mvn and Java 17+)"
@@ -74,6 +114,29 @@ def find_java() -> str:
             f"apt-get install -y openjdk-17-jre-headless); then {_FETCH_HINT}"
         )
     return on_path
+
+
+def default_class_archive(java: str, kafka_home: Path | None = None) -> Path:
+    """Where the AppCDS archive of the broker's classes for ``java`` lives:
+    ``<kafka home>/cds/kafka-<hash of java's real path>.jsa`` (an archive only fits the JVM build that
+    wrote it; :func:`hindsight.brokers.prepare.build_class_archive` writes it)."""
+    home = kafka_home if kafka_home is not None else default_kafka_home()
+    digest = hashlib.sha256(os.path.realpath(java).encode()).hexdigest()[:12]
+    return home / "cds" / f"kafka-{digest}.jsa"
+
+
+def kafka_tool_argv(main_class: str, *, kafka_home: Path | None = None, java: str | None = None) -> list[str]:
+    """The command that runs one of Kafka's command-line tools, e.g.
+    ``org.apache.kafka.tools.ConsoleProducer``, from the jars ``infra/kafka/fetch.sh`` fetched
+    (``libs/`` and ``tools/``); append the tool's own arguments.
+
+    :raises ConfigurationError: java or the tools jar is missing.
+    """
+    home = kafka_home if kafka_home is not None else default_kafka_home()
+    tools = home / "tools" / f"kafka-tools-{KAFKA_VERSION}.jar"
+    if not tools.is_file():
+        raise ConfigurationError(f"Kafka tools jar not found ({tools}): {_FETCH_HINT}")
+    return [java or find_java(), "-Xmx128m", "-cp", f"{home / 'libs'}/*:{tools}", main_class]
 
 
 def _java_home_java() -> str | None:
@@ -139,8 +202,11 @@ class BrokerProcess:
     """A Kafka-protocol broker run as a child process listening on ``127.0.0.1:port``.
 
     Subclasses provide :meth:`_command` (and optionally :meth:`_prepare`). Use as a context manager
-    or call :meth:`start` / :meth:`stop`. A broker left running is killed when the object is
-    garbage-collected or the interpreter exits.
+    or call :meth:`start` / :meth:`stop` (or :meth:`launch` then :meth:`wait_ready`, to do other
+    work while the broker boots). A broker left running is killed when the object is
+    garbage-collected or the interpreter exits, and, with ``die_with_parent`` (the default), by the
+    kernel when the thread that launched it dies, SIGKILL of this process included
+    (:mod:`hindsight.childproc`): launch it from a thread that lives as long as the broker should.
     """
 
     name = "broker"
@@ -153,6 +219,7 @@ class BrokerProcess:
         startup_timeout_s: float = 60.0,
         stop_timeout_s: float = 30.0,
         poll_s: float = 0.2,
+        die_with_parent: bool = True,
     ) -> None:
         """Configure (nothing starts yet).
 
@@ -161,6 +228,7 @@ class BrokerProcess:
         :param startup_timeout_s: seconds :meth:`start` waits for the broker to serve metadata.
         :param stop_timeout_s: seconds :meth:`stop` waits after SIGTERM before SIGKILL.
         :param poll_s: seconds between readiness probes.
+        :param die_with_parent: the kernel kills the broker when the launching thread dies.
         """
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
@@ -168,9 +236,11 @@ class BrokerProcess:
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.poll_s = poll_s
+        self.die_with_parent = die_with_parent
         self.startup_s: float | None = None
         """Seconds the last :meth:`start` took until a client could fetch metadata."""
         self._process: subprocess.Popen[bytes] | None = None
+        self._began = time.monotonic()
         self._log_file: IO[bytes] | None = None
         self._finalizer: weakref.finalize[..., BrokerProcess] | None = None
 
@@ -205,17 +275,29 @@ class BrokerProcess:
         """
         if self.running:
             return self
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> Self:
+        """Prepare and spawn the broker process without waiting for it (see :meth:`wait_ready`).
+
+        :raises ConfigurationError: the broker's files or runtime are missing, or it cannot be spawned.
+        :raises StoreUnavailableError: the broker's data directory stays locked by another process.
+        """
+        if self.running:
+            return self
         self.stop()  # reap a broker that died since the last start, close its log
-        began = time.monotonic()
+        self._began = time.monotonic()
         self._prepare()
         stdout: IO[bytes] | int = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = self.log_path.open("ab")
             stdout = self._log_file
+        prefix = die_with_parent_argv() if self.die_with_parent else []
         try:
             self._process = subprocess.Popen(
-                list(self._command()),
+                [*prefix, *self._command()],
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=subprocess.STDOUT,
@@ -225,13 +307,26 @@ class BrokerProcess:
             self._close_log()
             raise ConfigurationError(f"cannot launch the {self.name}: {error}") from error
         self._finalizer = weakref.finalize(self, _terminate, self._process, self._log_file, 5.0)
+        return self
+
+    def wait_ready(self) -> Self:
+        """Block until the launched broker serves metadata (``startup_timeout_s`` after :meth:`launch`).
+
+        :raises StoreUnavailableError: the broker exited or did not become ready in time (it is
+            stopped; the message holds the tail of its log).
+        """
         try:
-            self._wait_ready(deadline=began + self.startup_timeout_s)
+            self._wait_ready(deadline=self._began + self.startup_timeout_s)
         except StoreUnavailableError:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - began
+        self.startup_s = time.monotonic() - self._began
         return self
+
+    @property
+    def pid(self) -> int | None:
+        """The broker process's id while it runs."""
+        return self._process.pid if self.running and self._process is not None else None
 
     def _wait_ready(self, *, deadline: float) -> None:
         # The probe runs on its own event loop in a worker thread so start() also works when the
@@ -294,8 +389,13 @@ class KafkaServer(BrokerProcess):
 
     Everything lives under ``work_dir``: ``server.properties``, ``log4j2.properties``, the data
     (``data/``), the broker log (``server.log``) and the JVM's stdout/stderr (``kafka.out``).
-    Starting again on a ``work_dir`` already formatted reuses its data (pass the same ``port`` and
-    ``controller_port`` to keep the KRaft voter endpoint).
+    Starting again on a ``work_dir`` already formatted reuses its data, on any ports: the quorum is
+    static (``controller.quorum.voters``, the one voter's endpoint read from the configuration at
+    each start), so nothing on disk names a port.
+
+    The JVM runs with :data:`LEAN_JVM_OPTIONS` and the broker with :data:`LEAN_PROPERTIES` unless
+    told otherwise, and with the AppCDS class archive of :func:`default_class_archive` when one
+    exists (``hindsight.brokers.prepare`` writes it; start-up about halves).
     """
 
     name = "Kafka broker"
@@ -311,9 +411,13 @@ class KafkaServer(BrokerProcess):
         kafka_home: Path | None = None,
         java: str | None = None,
         heap: str = "512m",
+        jvm_options: Sequence[str] = LEAN_JVM_OPTIONS,
+        class_archive: Path | None = None,
+        use_class_archive: bool = True,
         extra_properties: Mapping[str, str] | None = None,
         startup_timeout_s: float = 60.0,
         stop_timeout_s: float = 30.0,
+        die_with_parent: bool = True,
     ) -> None:
         """Configure (nothing starts yet; no file is read or written).
 
@@ -326,9 +430,14 @@ class KafkaServer(BrokerProcess):
         :param kafka_home: folder whose ``libs/`` holds the jars; default :func:`default_kafka_home`.
         :param java: ``java`` executable; default :func:`find_java` at start.
         :param heap: JVM max heap (``-Xmx``), e.g. ``"512m"``.
+        :param jvm_options: further JVM options (default :data:`LEAN_JVM_OPTIONS`).
+        :param class_archive: AppCDS archive to start with; default ``$HINDSIGHT_KAFKA_CLASS_ARCHIVE``
+            (empty: none), else :func:`default_class_archive` when that file exists.
+        :param use_class_archive: False starts without any class archive.
         :param extra_properties: broker properties added last (they override ours).
         :param startup_timeout_s: seconds :meth:`start` waits for metadata.
         :param stop_timeout_s: seconds :meth:`stop` waits after SIGTERM before SIGKILL.
+        :param die_with_parent: the kernel kills the broker when the launching thread dies.
         """
         self.work_dir = Path(work_dir)
         super().__init__(
@@ -336,6 +445,7 @@ class KafkaServer(BrokerProcess):
             log_path=self.work_dir / "kafka.out",
             startup_timeout_s=startup_timeout_s,
             stop_timeout_s=stop_timeout_s,
+            die_with_parent=die_with_parent,
         )
         self.controller_port = controller_port if controller_port is not None else free_port(self.host)
         self.num_partitions = num_partitions
@@ -343,6 +453,9 @@ class KafkaServer(BrokerProcess):
         self.kafka_home = kafka_home if kafka_home is not None else default_kafka_home()
         self.java = java
         self.heap = heap
+        self.jvm_options = tuple(jvm_options)
+        self.class_archive = class_archive
+        self.use_class_archive = use_class_archive
         self.extra_properties = dict(extra_properties or {})
         self.cluster_id: str | None = None
 
@@ -362,9 +475,9 @@ class KafkaServer(BrokerProcess):
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}",
+            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
             "listeners": listeners,
-            "advertised.listeners": listeners,
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -381,6 +494,7 @@ class KafkaServer(BrokerProcess):
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **LEAN_PROPERTIES,
         }
         props.update(self.extra_properties)
         return props
@@ -394,25 +508,65 @@ class KafkaServer(BrokerProcess):
             )
         return libs
 
+    def archive(self, java: str) -> Path | None:
+        """The class archive this broker starts with, or None (see the ``class_archive`` parameter)."""
+        if not self.use_class_archive:
+            return None
+        if self.class_archive is not None:
+            return self.class_archive
+        override = os.environ.get(CLASS_ARCHIVE_ENV)
+        if override is not None:
+            return Path(override) if override else None
+        default = default_class_archive(java, self.kafka_home)
+        return default if default.is_file() else None
+
     def _java_base(self) -> list[str]:
         java = self.java or find_java()
+        jsa = self.archive(java)
         return [
             java,
             f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
+            *self.jvm_options,
+            *([f"-XX:SharedArchiveFile={jsa}", "-Xshare:auto"] if jsa is not None else []),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}",
             "-cp",
             f"{self._jars()}/*",
         ]
 
+    def _wait_for_previous_owner(self, timeout_s: float = 15.0) -> None:
+        """Wait until no other process holds Kafka's own lock on the data directory (``.lock``, a
+        POSIX record lock): a broker of a just-killed owner may take a moment to exit.
+
+        :raises StoreUnavailableError: still held after ``timeout_s`` seconds.
+        """
+        lock_file = self.data_dir / ".lock"
+        if not lock_file.exists():
+            return
+        deadline = time.monotonic() + timeout_s
+        with lock_file.open("rb+") as handle:
+            while True:
+                try:
+                    fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    if time.monotonic() >= deadline:
+                        raise StoreUnavailableError(
+                            f"the Kafka data directory {self.data_dir} is locked by another broker "
+                            f"process (see {lock_file}); stop it first"
+                        ) from None
+                    time.sleep(0.1)
+                    continue
+                fcntl.lockf(handle, fcntl.LOCK_UN)
+                return
+
     def _prepare(self) -> None:
         """Write ``server.properties`` and ``log4j2.properties``; format the storage if new.
 
         :raises ConfigurationError: jars or java missing, or ``StorageTool format`` failed.
+        :raises StoreUnavailableError: another broker process still holds the data directory.
         """
         self._java_base()  # fail fast on missing java / jars before touching the disk
+        self._wait_for_previous_owner()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "server.properties"
         config.write_text("".join(f"{key}={value}\n" for key, value in self.properties().items()))
@@ -425,7 +579,6 @@ class KafkaServer(BrokerProcess):
             *self._java_base(),
             "kafka.tools.StorageTool",
             "format",
-            "--standalone",
             "--cluster-id",
             self.cluster_id,
             "--config",

@@ -4,8 +4,11 @@ The embedded default and the tests use it (INFRA.md, Qdrant). One shard per dire
 vector (``dense``, ``dim`` float32 components, cosine distance) and a named sparse vector (``bm25``,
 term weights with the engine's IDF modifier, so sparse search is BM25), plus a payload index for every
 field of ``PAYLOAD_INDEXES`` (``tenant_id`` as Qdrant's tenant keyword). Only one handle may hold a
-directory at a time: the engine locks its write-ahead log, and a second open raises
-``StoreUnavailableError``. Share one ``EdgeVectorStore`` per process.
+directory at a time: the adapter takes an OS lock on ``<path>.lock`` (``flock``) before it opens
+anything, and a second open, from another process or this one, raises ``StoreUnavailableError``
+without touching the shard's files (the engine's own write-ahead-log lock comes too late: its
+``load`` truncates the running handle's tracker journals first). Share one ``EdgeVectorStore`` per
+process.
 
 Durability: every update is written to the engine's WAL before the call returns, which survives a
 crash of the process. With ``flush_on_write=True`` (the default) each write also calls the engine's
@@ -39,6 +42,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from hindsight.errors import ConfigurationError, StoreUnavailableError
+from hindsight.stores.dirlock import DirectoryLock
 from hindsight.stores.vector import (
     DENSE_VECTOR,
     PAYLOAD_INDEXES,
@@ -135,12 +139,22 @@ class EdgeVectorStore:
             vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
-        if (self.path / _CONFIG_FILE).exists():
-            self._shard = self._load(config)
-        else:
-            with _engine_errors(f"create {self.path}"):
-                self._shard = qe.EdgeShard.create(str(self.path), config)
-        self._ensure_indexes()
+        self._lock = DirectoryLock(
+            self.path.with_name(f"{self.path.name}.lock"),
+            f"vector store {self.path}",
+            "one handle per directory (e.g. another 'hindsight up'): stop it, or use another data "
+            "directory (--data-dir / HINDSIGHT_DATA_DIR)",
+        ).acquire()
+        try:
+            if (self.path / _CONFIG_FILE).exists():
+                self._shard = self._load(config)
+            else:
+                with _engine_errors(f"create {self.path}"):
+                    self._shard = qe.EdgeShard.create(str(self.path), config)
+            self._ensure_indexes()
+        except BaseException:
+            self._lock.release()
+            raise
 
     def _load(self, config: qe.EdgeConfig) -> qe.EdgeShard:
         try:
@@ -479,8 +493,11 @@ class EdgeVectorStore:
         if self._closed:
             return
         self._closed = True
-        with _engine_errors("close"):
-            try:
-                self._shard.flush()
-            finally:
-                self._shard.close()
+        try:
+            with _engine_errors("close"):
+                try:
+                    self._shard.flush()
+                finally:
+                    self._shard.close()
+        finally:
+            self._lock.release()

@@ -10,15 +10,18 @@ as in production; only the stores are local.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
-from hindsight.brokers.admin import ensure_topics, wait_for_zero_lag
-from hindsight.runtime import Resources, embedded_broker, make_broker, open_resources, run_background
+from hindsight.brokers.admin import describe_group, ensure_topics, wait_for_zero_lag
+from hindsight.brokers.embedded import EmbeddedBroker
+from hindsight.runtime import Resources, make_broker, open_resources, run_background
 from hindsight.settings import AllSettings, KafkaSettings
 from hindsight.topology import STAGE_TOPICS
 from schemas import Topic
@@ -70,6 +73,25 @@ class Stack:
             await wait_for_zero_lag(self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25)
 
 
+class _SecondTickServer(uvicorn.Server):
+    """uvicorn's server with a 1 s housekeeping tick instead of 0.1 s.
+
+    uvicorn 0.54 (``Server.main_loop``) wakes ten times a second to refresh the ``Date`` header
+    (every tenth tick) and to notice ``should_exit``; an idle gateway paid for those wake-ups. Here
+    every tick is a tenth tick: the ``Date`` header still changes each second, and a stop is noticed
+    within a second.
+    """
+
+    async def main_loop(self) -> None:
+        """Tick once a second until ``on_tick`` says to exit."""
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864_000
+            await asyncio.sleep(1.0)
+            should_exit = await self.on_tick(counter)
+
+
 async def _serve(
     app: object, host: str, port: int, keep_alive_s: int = 5
 ) -> tuple[uvicorn.Server, asyncio.Task[None], str]:
@@ -81,7 +103,7 @@ async def _serve(
         lifespan="on",
         timeout_keep_alive=keep_alive_s,
     )
-    server = uvicorn.Server(config)
+    server = _SecondTickServer(config)
     task = asyncio.create_task(server.serve(), name="gateway")
     while not server.started:
         if task.done():
@@ -92,21 +114,53 @@ async def _serve(
     return server, task, f"http://{bound[0]}:{bound[1]}"
 
 
-def tune_for_embedded_broker(kafka: KafkaSettings) -> None:
-    """Consumer timings for the embedded Tansu broker, each unless set in the environment.
+EMBEDDED_TIMINGS: dict[str, dict[str, int]] = {
+    "kafka": {
+        "fetch_max_wait_ms": 5000,
+        "batch_timeout_ms": 1000,
+        "consumer_timeout_ms": 2000,
+        "session_timeout_ms": 30_000,
+    },
+    "tansu": {
+        "fetch_max_wait_ms": 25,
+        "batch_timeout_ms": 10,
+        "consumer_timeout_ms": 200,
+        "session_timeout_ms": 3000,
+    },
+}
+"""Consumer timings per embedded broker (``hindsight bench broker`` measures both; docs/delivery.md).
 
-    - ``session_timeout_ms`` at most 3,000: Tansu holds a group join for about half the session
-      timeout and the five groups join one after another (start-up ~30 s -> a few seconds);
-    - ``fetch_max_wait_ms`` 25 and ``batch_timeout_ms`` 10: Tansu answers a fetch with no new records
-      only when ``fetch_max_wait_ms`` expires (a new record does not wake it, unlike Kafka), so each
-      hop could wait 500 ms. Measured (``hindsight bench scale``, 200-byte events at 2/s):
-      ingest-to-searchable p95 376 -> 175 ms, for 0.23 instead of 0.04 cores of idle polling.
-    """
-    if "session_timeout_ms" not in kafka.model_fields_set:
-        kafka.session_timeout_ms = min(kafka.session_timeout_ms, 3000)
-    for name, fast in (("fetch_max_wait_ms", 25), ("batch_timeout_ms", 10)):
+- **kafka**: Kafka holds an empty fetch until a record arrives (up to ``fetch_max_wait_ms``) and the
+  consumers wait for the fetcher event-driven (``hindsight.consumer._EventDrivenBatchSubscriber``),
+  so none of the timeouts delays a record: they only set how often an idle consumer asks again (a
+  fetch every 5 s, a wake-up of the stage every second, of aiokafka's fetch loop every 2 s). The
+  one cost of the long fetch: a partition resumed after a pause (a failing batch) or sought back
+  waits for the fetch in flight, up to 5 s. The consumers are static members (``instance_id`` per
+  data directory), so a restart, even after SIGKILL, takes the partitions back at once; the long
+  session (30 s, a heartbeat every 10 s) then only bounds how late a consumer that hangs is
+  noticed, and one process owns every group.
+- **tansu**: Tansu answers a fetch with no new records only when ``fetch_max_wait_ms`` expires (a
+  new record does not wake it), so each hop waits up to that long: 25 ms keeps ingest-to-searchable
+  p95 near 175 ms for ~0.2 cores of idle polling. It holds a group join for about half the session
+  timeout and the five groups join one after another, hence 3,000; no static membership.
+"""
+
+
+def tune_for_embedded_broker(kafka: KafkaSettings, data_dir: Path | None = None) -> None:
+    """Apply :data:`EMBEDDED_TIMINGS` of ``kafka.embedded`` to the consumer settings, each unless set
+    in the environment; for Kafka, also the idempotent producer and a static ``instance_id`` derived
+    from ``data_dir`` (one process per directory), unless set in the environment."""
+    timings = EMBEDDED_TIMINGS[kafka.embedded]
+    for name in ("fetch_max_wait_ms", "batch_timeout_ms", "consumer_timeout_ms", "session_timeout_ms"):
         if name not in kafka.model_fields_set:
-            setattr(kafka, name, fast)
+            setattr(kafka, name, timings[name])
+    if kafka.embedded != "kafka":
+        return
+    if "idempotent" not in kafka.model_fields_set:
+        kafka.idempotent = True  # Kafka has the idempotent producer (Tansu had not)
+    if data_dir is not None and "instance_id" not in kafka.model_fields_set:
+        digest = hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
+        kafka.instance_id = f"up-{digest}"
 
 
 @asynccontextmanager
@@ -115,29 +169,44 @@ async def embedded_stack(
     gateway: GatewaySettings | None = None,
     evict: EvictSettings | None = None,
     ingest: IngestSettings | None = None,
+    *,
+    broker: EmbeddedBroker | None = None,
 ) -> AsyncIterator[Stack]:
     """Start everything; yield a :class:`Stack`; stop everything (gateway, consumers, broker) on exit.
 
     ``ingest`` overrides ``HINDSIGHT_INGEST_*`` (e.g. ``stages=("trigger", "embed")``: reconcile off).
+    ``broker``: an :class:`~hindsight.brokers.embedded.EmbeddedBroker` the caller launched early
+    (and closes); by default one is launched here and closed on exit.
 
     Raises:
         ConfigurationError: a store or broker cannot be started as configured.
+        StoreUnavailableError: another process holds the data directory (its lock is taken first,
+            before anything under it is opened), or a store or the broker did not start.
     """
     cfg = settings or AllSettings()
     gw = gateway or GatewaySettings()
     if not cfg.kafka.bootstrap:
-        tune_for_embedded_broker(cfg.kafka)
-    with embedded_broker(cfg) as bootstrap:
-        broker = make_broker(cfg.kafka, bootstrap)
-        async with open_resources(cfg, broker) as resources:
+        tune_for_embedded_broker(cfg.kafka, cfg.runtime.data_dir)
+    # The data directory's lock comes first: a second process is refused before any store or broker
+    # touches a file. A caller may have launched it already, to boot the broker during its imports.
+    owned = broker is None
+    local = broker if broker is not None else EmbeddedBroker(cfg)
+    with local if owned else nullcontext(local):
+        local.launch()
+        bootstrap = await asyncio.to_thread(local.ready)
+        kafka = make_broker(cfg.kafka, bootstrap)
+        async with open_resources(cfg, kafka) as resources:
             resources.bootstrap = bootstrap
             await ensure_topics(bootstrap, {str(t): cfg.kafka.partitions for t in Topic})
+            # A fresh Kafka creates its group coordinator (__consumer_offsets) on the first request
+            # for one; wait for it here, or five consumers log "coordinator not available" at start.
+            await describe_group(bootstrap, cfg.kafka.group("guard"), timeout_s=60.0)
             await guard_app.register(resources)
             await ingest_app.register(resources, ingest)
             await reflect_app.register(resources)
             await accesslog_app.register(resources)
             job = evict_app.register(resources, evict)
-            await broker.start()
+            await kafka.start()
             try:
                 server, task, url = await _serve(build_asgi(resources, gw), gw.host, gw.port, gw.keep_alive_s)
                 log.info("gateway on %s, broker %s", url, bootstrap)
@@ -148,4 +217,4 @@ async def embedded_stack(
                     server.should_exit = True
                     await task
             finally:
-                await broker.stop()
+                await kafka.stop()

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import socket
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -79,7 +81,8 @@ def up(
     port: Annotated[int, typer.Option(help="Gateway port (0 = any free port).")] = 8080,
 ) -> None:
     """Run every consumer and the gateway in one process until Ctrl-C / SIGTERM."""
-    from services.cli.embedded import embedded_stack  # noqa: PLC0415
+    from hindsight.brokers.embedded import EmbeddedBroker  # noqa: PLC0415
+    from services.cli import discovery  # noqa: PLC0415
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
     cfg = _settings(data_dir, bootstrap)
@@ -88,21 +91,30 @@ def up(
         raise _fail(
             OSError(f"port {port} on {gateway.host} is in use: pass --port N (or --port 0 for any free port)")
         )
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        async with embedded_stack(cfg, gateway) as stack:
-            typer.echo(
-                f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
-                f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"
-            )
-            await stop.wait()
-
     try:
-        asyncio.run(main())
+        # Lock the data directory and boot the broker first: the JVM starts while Python imports
+        # the services and loads the model.
+        with EmbeddedBroker(cfg) as broker:
+            from services.cli.embedded import embedded_stack  # noqa: PLC0415
+
+            async def main() -> None:
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
+                async with embedded_stack(cfg, gateway, broker=broker) as stack:
+                    running = discovery.Running(stack.gateway_url, stack.bootstrap, os.getpid())
+                    discovery.record(cfg.runtime.data_dir, running)  # for mcp-stdio and dlq
+                    typer.echo(
+                        f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
+                        f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"
+                    )
+                    try:
+                        await stop.wait()
+                    finally:
+                        discovery.forget(cfg.runtime.data_dir, os.getpid())
+
+            asyncio.run(main())
     except HindsightError as exc:
         raise _fail(exc) from exc
 
@@ -210,11 +222,38 @@ def demo(
 
 @app.command("mcp-stdio")
 def mcp_stdio() -> None:
-    """Serve the MCP tools over stdio (API key from HINDSIGHT_API_KEY; needs HINDSIGHT_KAFKA_BOOTSTRAP)."""
-    from services.gateway.app import run_stdio  # noqa: PLC0415
+    """Serve the MCP tools over stdio as the principal of HINDSIGHT_API_KEY.
 
+    With a Hindsight running (HINDSIGHT_GATEWAY_URL, or the `hindsight up` of HINDSIGHT_DATA_DIR)
+    every call is forwarded to its gateway; otherwise the tools run in this process (needs
+    HINDSIGHT_KAFKA_BOOTSTRAP; it then holds the data directory itself).
+    """
+    from hindsight.stores.dirlock import data_dir_lock  # noqa: PLC0415
+    from services.cli import discovery  # noqa: PLC0415
+    from services.gateway.mcp_proxy import API_KEY_ENV, GATEWAY_URL_ENV, run_stdio_proxy  # noqa: PLC0415
+
+    cfg = AllSettings()
+    configure_logging(cfg.runtime)  # logs go to stderr; stdout carries the protocol
+    running = discovery.find(cfg.runtime.data_dir)
+    url = os.environ.get(GATEWAY_URL_ENV) or (running.gateway_url if running is not None else "")
     try:
-        asyncio.run(run_stdio())
+        if url:
+            asyncio.run(run_stdio_proxy(url, os.environ.get(API_KEY_ENV)))
+        elif not cfg.kafka.bootstrap:
+            raise ConfigurationError(
+                f"no running Hindsight on data directory {cfg.runtime.data_dir}: start 'hindsight up "
+                f"--data-dir {cfg.runtime.data_dir}' (mcp-stdio then forwards to its gateway), or set "
+                f"{GATEWAY_URL_ENV}; to serve the tools in this process instead, set "
+                "HINDSIGHT_KAFKA_BOOTSTRAP and HINDSIGHT_GATEWAY_API_KEYS"
+            )
+        else:
+            from services.gateway.app import run_stdio  # noqa: PLC0415
+
+            # In this process: it holds the data directory's embedded stores itself (refused while
+            # another process does: then start that one's gateway, or point HINDSIGHT_GATEWAY_URL).
+            local = not (cfg.qdrant.url and cfg.clickhouse.dsn and cfg.redis.url)
+            with data_dir_lock(cfg.runtime.data_dir) if local else nullcontext():
+                asyncio.run(run_stdio())
     except HindsightError as exc:
         raise _fail(exc) from exc
 
@@ -234,14 +273,28 @@ def export_schemas(out: Annotated[Path, typer.Option(help="Output folder.")] = P
 
 
 def _kafka(bootstrap: str | None) -> str:
-    value = bootstrap or _settings(None, None).kafka.bootstrap
+    """``--bootstrap``, else ``HINDSIGHT_KAFKA_BOOTSTRAP``, else the broker of the ``hindsight up``
+    running on the data directory."""
+    from services.cli import discovery  # noqa: PLC0415
+
+    cfg = _settings(None, None)
+    running = discovery.find(cfg.runtime.data_dir)
+    value = bootstrap or cfg.kafka.bootstrap or (running.bootstrap if running is not None else "")
     if not value:
-        raise _fail(ConfigurationError("name the Kafka: --bootstrap host:port or HINDSIGHT_KAFKA_BOOTSTRAP"))
+        raise _fail(
+            ConfigurationError(
+                "name the Kafka: --bootstrap host:port or HINDSIGHT_KAFKA_BOOTSTRAP (or run this beside "
+                f"the 'hindsight up' of --data-dir / HINDSIGHT_DATA_DIR {cfg.runtime.data_dir})"
+            )
+        )
     return value
 
 
 BootstrapOpt = Annotated[
-    str | None, typer.Option(help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP).")
+    str | None,
+    typer.Option(
+        help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP, else the running 'hindsight up')."
+    ),
 ]
 
 
@@ -344,6 +397,13 @@ def chaos(
     bootstrap: Annotated[str | None, typer.Option(help="Existing Kafka (default: start one).")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Keep files here (default: a temp dir).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds.")] = 1800.0,
+    qdrant_server: Annotated[
+        bool,
+        typer.Option(help="Embed processes share a real Qdrant server, which is also killed and restarted."),
+    ] = False,
+    embeds: Annotated[
+        int | None, typer.Option(help="Embed processes (default 1; 2 with --qdrant-server).")
+    ] = None,
     updates: Annotated[
         int, typer.Option(help="Users who revise a statement: their version chains are checked (0: none).")
     ] = 6,
@@ -358,6 +418,8 @@ def chaos(
         bootstrap=bootstrap,
         workdir=workdir,
         timeout_s=timeout_s,
+        qdrant_server=qdrant_server,
+        embeds=embeds,
         updates=updates,
     )
     raise typer.Exit(code)
@@ -438,6 +500,14 @@ def bench_updates(ctx: typer.Context) -> None:
 def bench_inference(ctx: typer.Context) -> None:
     """Embedder and reranker throughput: Triton (HTTP, gRPC) vs in-process (--help for options)."""
     from bench.inference import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("broker", context_settings=_PASS_THROUGH)
+def bench_broker(ctx: typer.Context) -> None:
+    """Embedded broker candidates (Kafka, Tansu): start-up, throughput, latency, idle CPU (--help)."""
+    from bench.broker import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 
@@ -554,6 +624,14 @@ def bench_judge(ctx: typer.Context) -> None:
     """Revision judge and fact extraction on the labelled bilingual sets: per-class precision/recall,
     false supersede on look-alikes, ms per pair (--help for options)."""
     from bench.judge import main as run  # noqa: PLC0415
+
+    raise typer.Exit(run(ctx.args))
+
+
+@bench_app.command("idle", context_settings=_PASS_THROUGH)
+def bench_idle(ctx: typer.Context) -> None:
+    """CPU of an idle `hindsight up` (process tree, share of one core) over a window (--help)."""
+    from bench.idle import main as run  # noqa: PLC0415
 
     raise typer.Exit(run(ctx.args))
 

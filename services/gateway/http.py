@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
+import numpy as np
 from fastapi import APIRouter, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -21,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from hindsight.errors import HindsightError, RequestError, RetryableError
-from hindsight.stores.vector import MemoryFilter
+from hindsight.stores.vector import MemoryFilter, SparseVector, VectorRecord
 from services.gateway.auth import Principal
 from services.gateway.errors import NOT_BLANK, ErrorBody, ErrorDetail, validation_detail, wire_error
 from services.gateway.forget import ForgetService
@@ -51,6 +52,9 @@ from services.gateway.state import GatewayState
 HEALTH_TIMEOUT_S = 2.0
 """Each health check (broker ping, vector store count) must answer within this many seconds."""
 HEALTH_TENANT = "__healthz__"
+HEALTH_PROBE_ID = "00000000-0000-0000-0000-00000000feed"
+"""Point id of the canary the health check writes and deletes: memory ids are UUIDv5
+(``hindsight.ids``), never this one."""
 
 _bearer = HTTPBearer(auto_error=False, description="API key as 'Authorization: Bearer <key>'.")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key as 'X-API-Key: <key>'.")
@@ -257,9 +261,24 @@ async def _check_broker(state: GatewayState) -> str:
     return "ok" if ok else f"Kafka did not answer within {HEALTH_TIMEOUT_S} s"
 
 
+def _health_probe_record(dim: int) -> VectorRecord:
+    """The canary point the health check writes and deletes again: tenant ``__healthz__`` (no API key
+    maps to it), a dense and a one-term sparse vector and a payload, so the write reaches every
+    storage of the point (dense, sparse, payload, payload index)."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[0] = 1.0
+    payload = {"tenant_id": HEALTH_TENANT, "user_id": HEALTH_TENANT, "status": "probe"}
+    return VectorRecord(HEALTH_PROBE_ID, vector, payload, sparse=SparseVector((0,), (1.0,)))
+
+
 async def _check_vector_store(state: GatewayState) -> str:
     def probe() -> None:
-        state.resources.vector_store().count(MemoryFilter(tenant_id=HEALTH_TENANT))
+        store = state.resources.vector_store()
+        store.count(MemoryFilter(tenant_id=HEALTH_TENANT))
+        # A real write, undone at once: a store that still reads but can no longer write (a damaged
+        # journal, a full or read-only disk) must not look healthy (issue 13, defect 1).
+        store.upsert([_health_probe_record(state.resources.settings.embedder.dim)])
+        store.delete([HEALTH_PROBE_ID])
 
     try:
         await asyncio.wait_for(asyncio.to_thread(probe), HEALTH_TIMEOUT_S)
@@ -277,8 +296,10 @@ async def _check_vector_store(state: GatewayState) -> str:
     summary="Health (no auth)",
 )
 async def healthz(request: Request) -> JSONResponse:
-    """200 when Kafka answers a metadata request and the vector store a count; else 503. ``tuned``
-    lists the tuned-settings version and values each service of this process loaded at start-up."""
+    """200 when Kafka answers a metadata request and the vector store a count and a write (a canary
+    point of tenant ``__healthz__`` upserted and deleted at once); else 503 naming the failed check.
+    ``tuned`` lists the tuned-settings version and values each service of this process loaded at
+    start-up."""
     state = gateway_state(request)
     broker, vectors = await asyncio.gather(_check_broker(state), _check_vector_store(state))
     checks = {"kafka": broker, "vector_store": vectors}

@@ -23,7 +23,7 @@ import pytest
 from bench.procs import Pipeline, ServiceProcess, stop_all
 from bench.verify import memories_of, read_candidates, read_dead_letters, verify
 from bench.workload import make_workload, publish
-from hindsight.brokers import delete_topics, describe_group, ensure_topics, wait_for_zero_lag
+from hindsight.brokers import consumer_lag, delete_topics, describe_group, ensure_topics, wait_for_zero_lag
 from hindsight.runtime import GRACEFUL_TIMEOUT_S
 from schemas import Topic
 
@@ -100,3 +100,63 @@ async def test_three_trigger_processes_share_six_partitions_and_rebalance_withou
     assert verdict.memories + verdict.merged == len(work.events)
     per_candidate = Counter(c.memory_id for c in candidates)
     assert max(per_candidate.values()) == 1, "a graceful leave or join made a trigger process a record twice"
+
+
+@pytest.mark.timeout(900)
+async def test_three_embed_processes_write_one_qdrant_server_collection_without_loss_or_duplicates(
+    private_kafka: str, redis_url: str, qdrant_url: str, tmp_path: Path
+) -> None:
+    """The embed stage scaled out as in production (issue 13, defect 13): three processes in one
+    group on six partitions, all writing one collection of a real Qdrant server; one leaves
+    (SIGTERM) and another joins while events flow. Every event is exactly one memory (or merged into
+    a near-duplicate of the same user), in order, and the server holds nothing else."""
+    await delete_topics(private_kafka, PIPELINE_TOPICS)
+    await ensure_topics(private_kafka, dict.fromkeys(PIPELINE_TOPICS, 6))
+    run = uuid.uuid4().hex[:8]
+    pipe = Pipeline(
+        private_kafka,
+        redis_url,
+        tmp_path,
+        f"scale-embed-{run}",
+        True,
+        qdrant_url=qdrant_url,
+        qdrant_collection=f"scaleout_{run}",
+    )
+    work = make_workload(run[:6], 320, 0, 24, seed=13)
+    procs: list[ServiceProcess] = [
+        pipe.guard(0),
+        pipe.trigger(0),
+        pipe.embed(0),
+        pipe.embed(1),
+        pipe.embed(2),
+    ]
+    try:
+        for proc in procs:
+            proc.start()
+        await wait_until(
+            shape(pipe, "ingest-embed", [2, 2, 2]), 300, "3 embed processes with 2 partitions each"
+        )
+        flowing = asyncio.create_task(publish(pipe.bootstrap, work, rate=6, idempotent=True))
+        await asyncio.sleep(4)
+        code, seconds = procs[3].terminate(timeout_s=GRACEFUL_TIMEOUT_S + 40)  # an embed process leaves
+        assert code == 0
+        # a batch still embedding after the graceful timeout is cancelled (redelivered), but the
+        # interpreter waits for the embedding thread to finish it before the process exits
+        assert seconds < GRACEFUL_TIMEOUT_S + 30
+        await wait_until(shape(pipe, "ingest-embed", [3, 3]), 60, "2 embed processes with 3 partitions each")
+        procs.append(pipe.embed(3).start())  # another joins mid-stream
+        await wait_until(shape(pipe, "ingest-embed", [2, 2, 2]), 240, "3 embed processes again")
+        backlog = await consumer_lag(pipe.bootstrap, pipe.group("ingest-embed"), [str(Topic.CANDIDATES)])
+        assert not flowing.done() or backlog > 0, "the rebalances should happen while there is work"
+        await flowing
+        await caught_up(pipe)
+    finally:
+        stop_all(procs, timeout_s=30)
+
+    points = await asyncio.to_thread(memories_of, pipe.settings(), work.tenant)
+    verdict = verify(
+        work, points, await read_dead_letters(pipe.bootstrap), await read_candidates(pipe.bootstrap)
+    )
+    assert verdict.ok, verdict.examples
+    assert verdict.memories + verdict.merged == len(work.events)
+    assert len(points) == verdict.memories  # one point per memory in the shared collection

@@ -1,9 +1,10 @@
 """Congruence: EdgeVectorStore (qdrant-edge, Qdrant's engine in-process) and QdrantVectorStore
-(qdrant-client, here in ``:memory:`` local mode, the server API's request shapes) run the same
-operations on the same 2,000 memories and must agree with each other and with a numpy brute force.
+(qdrant-client) run the same operations on the same 2,000 memories and must agree with each other
+and with a numpy brute force.
 
-No Qdrant server binary is obtainable on CI machines (INFRA.md), so this pair is how the
-production adapter's requests are checked against Qdrant's own engine.
+The qdrant-client adapter runs twice: against a real Qdrant server 1.18.3 (``../shared/bin/qdrant``,
+session fixture ``qdrant_url``: payload indexes, the tenant index and server-side BM25 for real,
+the production path) and in qdrant-client's ``:memory:`` local mode (request shapes only).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hindsight.errors import ConfigurationError, StoreUnavailableError
-from hindsight.stores.vector import MemoryFilter, ScoredRecord, VectorRecord
+from hindsight.stores.vector import MemoryFilter, ScoredRecord, SparseVector, VectorRecord
 from hindsight.stores.vector_edge import EdgeVectorStore
 from hindsight.stores.vector_qdrant import QdrantVectorStore
 
@@ -50,18 +51,29 @@ TAGS = ("health", "travel", "food", "work", "family")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+VOCABULARY = 60
+"""Term ids of the sparse (BM25) vectors: a few of them per memory."""
+
+
 @dataclass(frozen=True)
 class Dataset:
-    """``N`` memories: ids, ``(N, DIM)`` float32 unit vectors, payloads."""
+    """``N`` memories: ids, ``(N, DIM)`` float32 unit vectors, payloads, sparse term-count vectors."""
 
     ids: list[str]
     vectors: npt.NDArray[np.float32]
     payloads: list[dict[str, Any]]
+    sparse: list[SparseVector]
 
     def records(self) -> list[VectorRecord]:
         return [
-            VectorRecord(i, v, dict(p)) for i, v, p in zip(self.ids, self.vectors, self.payloads, strict=True)
+            VectorRecord(i, v, dict(p), sparse=t)
+            for i, v, p, t in zip(self.ids, self.vectors, self.payloads, self.sparse, strict=True)
         ]
+
+
+def _term_counts(rng: np.random.Generator) -> SparseVector:
+    terms = sorted(int(t) for t in rng.choice(VOCABULARY, size=int(rng.integers(3, 9)), replace=False))
+    return SparseVector(tuple(terms), tuple(float(rng.integers(1, 4)) for _ in terms))
 
 
 def _make_dataset() -> Dataset:
@@ -90,7 +102,8 @@ def _make_dataset() -> Dataset:
             }
         )
     ids = [str(uuid.UUID(int=int(rng.integers(1, 2**63)) << 64 | i)) for i in range(N)]
-    return Dataset(ids=ids, vectors=vectors, payloads=payloads)
+    sparse = [_term_counts(rng) for _ in range(N)]
+    return Dataset(ids=ids, vectors=vectors, payloads=payloads, sparse=sparse)
 
 
 DATA = _make_dataset()
@@ -208,30 +221,50 @@ def _payload_of(data: Dataset) -> dict[str, dict[str, Any]]:
     return dict(zip(data.ids, data.payloads, strict=True))
 
 
-def _open_pair(root: Path) -> tuple[EdgeVectorStore, QdrantVectorStore]:
-    return EdgeVectorStore(root / "edge", DIM), QdrantVectorStore(QdrantClient(":memory:"), "memories", DIM)
+TARGETS = ["server", "local"]
+"""Where the qdrant-client adapter's collection lives: a real Qdrant server, or local mode."""
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EdgeVectorStore, QdrantVectorStore]]:
+def _client(target: str, request: pytest.FixtureRequest) -> QdrantClient:
+    if target == "server":
+        return QdrantClient(url=request.getfixturevalue("qdrant_url"), check_compatibility=False)
+    return QdrantClient(":memory:")
+
+
+def _open_pair(
+    root: Path, target: str, request: pytest.FixtureRequest
+) -> tuple[EdgeVectorStore, QdrantVectorStore, QdrantClient]:
+    client = _client(target, request)
+    collection = f"memories_{uuid.uuid4().hex[:8]}"
+    return EdgeVectorStore(root / "edge", DIM), QdrantVectorStore(client, collection, DIM), client
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def loaded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[EdgeVectorStore, QdrantVectorStore]]:
     """Both stores holding ``DATA``; read-only tests share them."""
-    edge, qdrant = _open_pair(tmp_path_factory.mktemp("vectors"))
+    edge, qdrant, client = _open_pair(tmp_path_factory.mktemp("vectors"), request.param, request)
     for store in (edge, qdrant):
         store.upsert(DATA.records())
     yield edge, qdrant
     edge.close()
     qdrant.close()
+    client.close()
 
 
-@pytest.fixture
-def fresh(tmp_path: Path) -> Iterator[tuple[EdgeVectorStore, QdrantVectorStore]]:
+@pytest.fixture(params=TARGETS)
+def fresh(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[EdgeVectorStore, QdrantVectorStore]]:
     """Both stores holding ``DATA``, for one test that writes."""
-    edge, qdrant = _open_pair(tmp_path)
+    edge, qdrant, client = _open_pair(tmp_path, request.param, request)
     for store in (edge, qdrant):
         store.upsert(DATA.records())
     yield edge, qdrant
     edge.close()
     qdrant.close()
+    client.close()
 
 
 def _queries(flt_index: int) -> list[npt.NDArray[np.float32]]:
@@ -343,6 +376,35 @@ def test_facet_and_ordered_refuse_fields_without_the_right_index(
             store.ordered(None, "created_ts", 0)
 
 
+@pytest.mark.parametrize("flt_index", [0, 1, 7, 10, 15, 16])
+def test_sparse_search_ranks_alike_in_both_engines(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore], flt_index: int
+) -> None:
+    """BM25 (the engine's IDF modifier over term counts) ranks the same in Qdrant's engine in
+    process and in the client's target, and only returns matching memories holding a query term."""
+    edge, qdrant = loaded
+    flt = FILTERS[flt_index]
+    rng = np.random.default_rng(100 + flt_index)
+    payloads, terms_of = _payload_of(DATA), dict(zip(DATA.ids, DATA.sparse, strict=True))
+    for size in (1, 3):
+        terms = sorted(int(t) for t in rng.choice(VOCABULARY, size=size, replace=False))
+        query = SparseVector(tuple(terms), tuple(1.0 for _ in terms))
+        hits_edge, hits_qdrant = edge.search_sparse(query, flt, 20), qdrant.search_sparse(query, flt, 20)
+        candidates = [
+            i for i in DATA.ids if matches(payloads[i], flt) and set(terms_of[i].indices) & set(terms)
+        ]
+        assert len(hits_edge) == min(20, len(candidates))
+        for hit in hits_edge + hits_qdrant:
+            assert matches(hit.payload, flt)
+            assert set(terms_of[hit.id].indices) & set(terms)
+        assert_same_ranking(hits_edge, hits_qdrant)
+    assert (
+        edge.search_sparse(SparseVector((), ()), flt, 5)
+        == qdrant.search_sparse(SparseVector((), ()), flt, 5)
+        == []
+    )
+
+
 def test_retrieve_returns_the_same_records_in_the_order_asked(
     loaded: tuple[EdgeVectorStore, QdrantVectorStore],
 ) -> None:
@@ -357,6 +419,7 @@ def test_retrieve_returns_the_same_records_in_the_order_asked(
             assert record.vector is not None
             assert record.vector.dtype == np.float32
             np.testing.assert_allclose(record.vector, DATA.vectors[k], atol=1e-6)
+            assert record.sparse == DATA.sparse[k]
     assert all(r.vector is None for store in loaded for r in store.retrieve(DATA.ids[:3]))
     assert all(store.retrieve([]) == [] for store in loaded)
 
@@ -443,7 +506,7 @@ def test_delete_removes_points_everywhere(fresh: tuple[EdgeVectorStore, QdrantVe
         store.delete([*doomed, str(uuid.uuid4())])
         assert store.count() == N - 50
         assert store.retrieve(doomed) == []
-    remaining = Dataset(DATA.ids[50:], DATA.vectors[50:], DATA.payloads[50:])
+    remaining = Dataset(DATA.ids[50:], DATA.vectors[50:], DATA.payloads[50:], DATA.sparse[50:])
     for flt_index in (0, 1, 4):
         query = DATA.vectors[5]  # a deleted point's vector
         truth = brute_force(remaining, query, FILTERS[flt_index])
