@@ -124,8 +124,12 @@ async def test_budget_5000_then_8000_recalls_8000_and_5000_is_superseded_but_in_
     assert "8000" in found[0]["content"]
     assert all("5000" not in m["content"] for m in found)  # superseded: left out by default
     with_old = await recall(http, KEY_A, user, "用户的预算是多少？", include_superseded=True, top_k=10)
-    old_view = next(m for m in with_old if m["id"] == memory_id(user, "old"))
-    assert (old_view["status"], old_view["superseded_by"]) == ("superseded", memory_id(user, "new"))
+    # the old statement comes back marked superseded: as itself, or as the evidence turn of the
+    # superseded fact drawn from it (a fact and its turn answer as one entry)
+    returned = {m["id"]: m["status"] for m in with_old}
+    returned |= {e["id"]: e["status"] for m in with_old for e in m.get("evidence") or ()}
+    assert returned.get(memory_id(user, "old")) == "superseded", with_old
+    assert any("5000" in m["content"] and m["status"] == "superseded" for m in with_old), with_old
 
     newer = await detail(http, memory_id(user, "new"))
     older = await detail(http, memory_id(user, "old"))
