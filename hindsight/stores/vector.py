@@ -290,6 +290,18 @@ class ScoredRecord:
     vector: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class OrderedRecord:
+    """A point read in the order of a numeric payload field (:meth:`VectorStore.ordered`): ``id``
+    (canonical UUID string), ``value`` (that field's value, e.g. ``created_ts`` in epoch seconds, read
+    from the engine's range index, not from the payload) and the ``payload`` keys asked for (empty when
+    none were)."""
+
+    id: str
+    value: float
+    payload: dict[str, Any]
+
+
 # ---------------------------------------------------------------------------------------------
 # Argument checks shared by the adapters
 # ---------------------------------------------------------------------------------------------
@@ -358,6 +370,19 @@ def check_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
     return limit
+
+
+def check_indexed(key: str, kind: PayloadIndexKind) -> str:
+    """``key`` when it is a payload field indexed as ``kind`` (facets need a keyword index, ordering a
+    float index: ``PAYLOAD_INDEXES``).
+
+    Raises:
+        ValueError: ``key`` is not indexed as ``kind``.
+    """
+    if PAYLOAD_INDEXES.get(key) is not kind:
+        known = sorted(k for k, v in PAYLOAD_INDEXES.items() if v is kind)
+        raise ValueError(f"{key!r} is not a {kind.value}-indexed payload field; one of {known}")
+    return key
 
 
 def check_dim(dim: int) -> int:
@@ -445,6 +470,31 @@ class VectorStore(Protocol):
 
     def count(self, flt: MemoryFilter | None = None) -> int:
         """Exact number of points matching ``flt`` (``None``: every point)."""
+        ...
+
+    def facet(self, flt: MemoryFilter | None, key: str, limit: int = 100) -> dict[str, int]:
+        """``{value: n}``: exact number of points matching ``flt`` per value of the keyword-indexed field
+        ``key`` (e.g. ``status``), the ``limit`` most frequent values; points without ``key`` are not
+        counted. Computed from the payload index (no payload is read): the console's counts by type
+        and status. ``ValueError`` when ``key`` is not keyword-indexed or ``limit`` < 1."""
+        ...
+
+    def ordered(
+        self,
+        flt: MemoryFilter | None,
+        key: str,
+        limit: int,
+        *,
+        descending: bool = True,
+        fields: Sequence[str] | None = (),
+    ) -> list[OrderedRecord]:
+        """The first ``limit`` points matching ``flt`` in the order of the float-indexed field ``key``
+        (e.g. ``created_ts``; ``descending``: largest first), each with its ``key`` value; points
+        without ``key`` are skipped. ``fields``: payload keys to return (``()``: none, the cheap case:
+        the values come from the range index; ``None``: the whole payload). The order among equal values
+        is the engine's and can change with ``limit`` (a caller that pages by skipping must read past
+        the ties at its cut and order them itself, e.g. by id). ``ValueError`` when ``key`` is not
+        float-indexed or ``limit`` < 1."""
         ...
 
     def delete(self, ids: Sequence[str]) -> None:

@@ -54,12 +54,14 @@ from hindsight.stores.vector import (
     FloatRange,
     FloatVector,
     MemoryFilter,
+    OrderedRecord,
     PayloadIndexKind,
     ScoredRecord,
     SparseVector,
     VectorRecord,
     canonical_id,
     check_dim,
+    check_indexed,
     check_limit,
     check_matrix,
     check_vector,
@@ -391,6 +393,57 @@ class EdgeVectorStore:
         self._check_open()
         with _engine_errors("count"):
             return self._shard.count(qe.CountRequest(exact=True, filter=_optional_filter(flt)))
+
+    def facet(self, flt: MemoryFilter | None, key: str, limit: int = 100) -> dict[str, int]:
+        """``{value: n}`` of the keyword field ``key`` over the points matching ``flt`` (exact, from the
+        payload index), the ``limit`` most frequent values.
+
+        Raises:
+            ValueError: ``key`` is not keyword-indexed, or ``limit`` < 1.
+            StoreUnavailableError: the engine failed or the store is closed.
+        """
+        self._check_open()
+        request = qe.FacetRequest(
+            check_indexed(key, PayloadIndexKind.KEYWORD),
+            limit=check_limit(limit),
+            exact=True,
+            filter=_optional_filter(flt),
+        )
+        with _engine_errors("facet"):
+            response = self._shard.facet(request)
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    def ordered(
+        self,
+        flt: MemoryFilter | None,
+        key: str,
+        limit: int,
+        *,
+        descending: bool = True,
+        fields: Sequence[str] | None = (),
+    ) -> list[OrderedRecord]:
+        """The first ``limit`` points matching ``flt`` ordered by the float field ``key`` (its range
+        index), each with its value; ``fields``: payload keys (``()`` none, ``None`` all).
+
+        Raises:
+            ValueError: ``key`` is not float-indexed, or ``limit`` < 1.
+            StoreUnavailableError: the engine failed or the store is closed.
+        """
+        self._check_open()
+        direction = qe.Direction.Desc if descending else qe.Direction.Asc
+        payload: bool | qe.PayloadSelector = (
+            True if fields is None else bool(fields) and qe.PayloadSelector.Include(list(fields))
+        )
+        request = qe.ScrollRequest(
+            limit=check_limit(limit),
+            filter=_optional_filter(flt),
+            with_payload=payload,
+            with_vector=False,
+            order_by=qe.OrderBy(check_indexed(key, PayloadIndexKind.FLOAT), direction),
+        )
+        with _engine_errors("ordered scroll"):
+            records, _ = self._shard.scroll(request)
+        return [OrderedRecord(str(r.id), float(r.order_value or 0.0), r.payload or {}) for r in records]
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete these points; missing ids are ignored.

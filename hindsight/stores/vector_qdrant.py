@@ -41,12 +41,14 @@ from hindsight.stores.vector import (
     FloatRange,
     FloatVector,
     MemoryFilter,
+    OrderedRecord,
     PayloadIndexKind,
     ScoredRecord,
     SparseVector,
     VectorRecord,
     canonical_id,
     check_dim,
+    check_indexed,
     check_limit,
     check_matrix,
     check_vector,
@@ -401,6 +403,56 @@ class QdrantVectorStore:
         self._check_open()
         with _client_errors("count"):
             return self._client.count(self.collection, count_filter=_optional_filter(flt), exact=True).count
+
+    def facet(self, flt: MemoryFilter | None, key: str, limit: int = 100) -> dict[str, int]:
+        """``{value: n}`` of the keyword field ``key`` over the points matching ``flt`` (exact facet
+        counts from the server's payload index), the ``limit`` most frequent values.
+
+        Raises:
+            ValueError: ``key`` is not keyword-indexed, or ``limit`` < 1.
+            StoreUnavailableError: the server failed or the store is closed.
+        """
+        self._check_open()
+        with _client_errors("facet"):
+            response = self._client.facet(
+                self.collection,
+                check_indexed(key, PayloadIndexKind.KEYWORD),
+                facet_filter=_optional_filter(flt),
+                limit=check_limit(limit),
+                exact=True,
+            )
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    def ordered(
+        self,
+        flt: MemoryFilter | None,
+        key: str,
+        limit: int,
+        *,
+        descending: bool = True,
+        fields: Sequence[str] | None = (),
+    ) -> list[OrderedRecord]:
+        """The first ``limit`` points matching ``flt`` ordered by the float field ``key`` (the server's
+        range index; ``order_by`` scroll), each with its value; ``fields``: payload keys (``()`` none,
+        ``None`` all).
+
+        Raises:
+            ValueError: ``key`` is not float-indexed, or ``limit`` < 1.
+            StoreUnavailableError: the server failed or the store is closed.
+        """
+        self._check_open()
+        direction = models.Direction.DESC if descending else models.Direction.ASC
+        order = models.OrderBy(key=check_indexed(key, PayloadIndexKind.FLOAT), direction=direction)
+        with _client_errors("ordered scroll"):
+            records, _ = self._client.scroll(
+                self.collection,
+                scroll_filter=_optional_filter(flt),
+                limit=check_limit(limit),
+                with_payload=True if fields is None else (list(fields) if fields else False),
+                with_vectors=False,
+                order_by=order,
+            )
+        return [OrderedRecord(str(r.id), float(r.order_value or 0.0), _payload(r.payload)) for r in records]
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete these points; missing ids are ignored.

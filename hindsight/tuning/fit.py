@@ -256,15 +256,15 @@ def fit_floor(
             {"positives": n_pos, "negatives": n_neg},
             {"positives": MIN_FLOOR_POSITIVES, "negatives": MIN_FLOOR_NEGATIVES},
         )
-    miss = 1.0 - target_recall
-    i = _choose_floor(p, n, max_misses(n_pos, miss, confidence))
+    allowed = max_misses(n_pos, 1.0 - target_recall, confidence)  # resamples keep n_pos: computed once
+    i = _choose_floor(p, n, allowed)
     recall, precision = _curve(p, n)
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(bootstrap):
         bp = rng.multinomial(n_pos, p / n_pos).astype(np.float64)
         bn = rng.multinomial(n_neg, n / n_neg).astype(np.float64)
-        draws.append(b[_choose_floor(bp, bn, max_misses(n_pos, miss, confidence))])
+        draws.append(b[_choose_floor(bp, bn, allowed)])
     lo, hi = (float(x) for x in np.percentile(draws, [2.5, 97.5]))
     j = int(np.searchsorted(b, current, side="left"))
     floor = float(b[i])

@@ -169,8 +169,10 @@ def _keep(ax: Axes, report: TuneReport) -> None:
         _not_fitted(ax, "keep threshold", k)
         return
     width = float(k.bins[1] - k.bins[0]) if k.bins.size > 1 else 0.01
-    ax.bar(k.bins, k.stored / max(k.stored.sum(), 1), width, alpha=0.5, label="stored", align="edge")
-    ax.bar(k.bins, k.used / max(k.used.sum(), 1), width, alpha=0.5, label="used", align="edge")
+    edges = np.append(k.bins, k.bins[-1] + width) if k.bins.size else np.zeros(1)
+    # one filled step artist per histogram (a bar per bin costs ~0.3 s of patches on 2 busy cores)
+    ax.stairs(k.stored / max(k.stored.sum(), 1), edges, fill=True, alpha=0.5, label="stored")
+    ax.stairs(k.used / max(k.used.sum(), 1), edges, fill=True, alpha=0.5, label="used")
     ax.axvline(
         k.threshold,
         color="tab:green",
@@ -195,23 +197,23 @@ _DRAW = {
 
 
 def write_plots(report: TuneReport, folder: Path) -> dict[str, Path]:
-    """Write every plot of the module doc into ``folder`` (created); returns name -> path."""
-    import matplotlib  # noqa: PLC0415 (only plotting needs it)
+    """Write every plot of the module doc into ``folder`` (created); returns name -> path.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    The six panels are drawn once, on one figure (matplotlib's object API and Agg canvas: no pyplot
+    import, no global figure state): ``tuning.png`` is that figure and each single plot is its panel
+    cut out of the same pixels (the panel's tight box, labels and legend included). Fixed margins
+    replace ``tight_layout``, which draws the figure once more to measure it. Profiled on the 1M-row
+    synthetic population on 2 busy cores, drawing each plot twice (alone and on the page) with
+    ``tight_layout`` was ~8 of the command's ~15 s.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 (only plotting needs it)
+    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.image import imsave  # noqa: PLC0415
 
     folder.mkdir(parents=True, exist_ok=True)
-    out: dict[str, Path] = {}
-    for name in PLOTS:
-        fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
-        _DRAW[name](ax, report)
-        fig.tight_layout()
-        path = folder / f"{name}.png"
-        fig.savefig(path)
-        plt.close(fig)
-        out[name] = path
-    fig, axes = plt.subplots(2, 3, figsize=(16, 8.5), dpi=90)
+    fig = Figure(figsize=(16, 8.5), dpi=90)
+    canvas = FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 3)
     for ax, name in zip(axes.flat, PLOTS, strict=True):
         _DRAW[name](ax, report)
     summary: dict[str, Any] = report.summary
@@ -219,9 +221,22 @@ def write_plots(report: TuneReport, folder: Path) -> dict[str, Path]:
         f"hindsight tune: {summary.get('recalls')} recalls, {summary.get('positive_labels')} used labels, "
         f"{summary.get('memories')} memories ({report.options.signal} signal, {report.options.clock} clock)"
     )
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.07, top=0.91, wspace=0.24, hspace=0.34)
+    canvas.draw()  # type: ignore[no-untyped-call]  # (Agg canvas methods carry no annotations)
+    pixels = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+    height, width = pixels.shape[:2]
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    out: dict[str, Path] = {}
+    for ax, name in zip(axes.flat, PLOTS, strict=True):
+        box = ax.get_tightbbox(renderer)  # display pixels, origin at the bottom left
+        if box is None:
+            continue
+        left, right = max(int(box.x0) - 4, 0), min(int(np.ceil(box.x1)) + 4, width)
+        top, bottom = max(height - int(np.ceil(box.y1)) - 4, 0), min(height - int(box.y0) + 4, height)
+        path = folder / f"{name}.png"
+        imsave(path, pixels[top:bottom, left:right], format="png")
+        out[name] = path
     path = folder / "tuning.png"
-    fig.savefig(path)
-    plt.close(fig)
+    imsave(path, pixels, format="png")
     out["tuning"] = path
     return out

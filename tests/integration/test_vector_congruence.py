@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -317,6 +318,62 @@ def test_counts_agree_for_every_filter(loaded: tuple[EdgeVectorStore, QdrantVect
     for flt in FILTERS:
         expected = sum(matches(p, flt) for p in DATA.payloads)
         assert edge.count(flt) == qdrant.count(flt) == expected, flt
+
+
+@pytest.mark.parametrize("key", ["status", "type", "user_id"])
+def test_facets_count_each_value_like_the_payloads(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore], key: str
+) -> None:
+    for flt in [None, *FILTERS]:
+        expected = Counter(p[key] for p in DATA.payloads if flt is None or matches(p, flt))
+        for store in loaded:
+            assert store.facet(flt, key) == dict(expected), (store, flt)
+    assert (
+        loaded[0].facet(MemoryFilter("t0"), "status", limit=1)
+        == loaded[1].facet(MemoryFilter("t0"), "status", limit=1)
+        == {"active": sum(matches(p, MemoryFilter("t0")) for p in DATA.payloads)}
+    )
+
+
+@pytest.mark.parametrize(
+    "flt", [None, MemoryFilter("t1", statuses=None), MemoryFilter("t2", user_id="u3", types=["episodic"])]
+)
+@pytest.mark.parametrize("descending", [True, False])
+def test_ordered_reads_points_in_created_order_with_their_values(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore], flt: MemoryFilter | None, descending: bool
+) -> None:
+    pairs = zip(DATA.ids, DATA.payloads, strict=True)
+    truth = sorted(
+        ((p["created_ts"], i) for i, p in pairs if flt is None or matches(p, flt)), reverse=descending
+    )
+    per_store = []
+    for store in loaded:
+        every = store.ordered(flt, "created_ts", N, descending=descending)
+        assert [r.value for r in every] == pytest.approx([t for t, _ in truth])
+        assert sorted(r.id for r in every) == sorted(i for _, i in truth)
+        assert all(r.payload == {} for r in every)
+        first = store.ordered(flt, "created_ts", 7, descending=descending, fields=["status", "content"])
+        assert [r.id for r in first] == [r.id for r in every[:7]]
+        by_id = dict(zip(DATA.ids, DATA.payloads, strict=True))
+        assert all(r.payload == {k: by_id[r.id][k] for k in ("status", "content")} for r in first)
+        whole = store.ordered(flt, "created_ts", 3, descending=descending, fields=None)
+        assert all(r.payload == by_id[r.id] for r in whole)
+        per_store.append([r.id for r in every])
+    assert per_store[0] == per_store[1]
+
+
+def test_facet_and_ordered_refuse_fields_without_the_right_index(
+    loaded: tuple[EdgeVectorStore, QdrantVectorStore],
+) -> None:
+    for store in loaded:
+        with pytest.raises(ValueError, match="keyword-indexed"):
+            store.facet(None, "created_ts")
+        with pytest.raises(ValueError, match="keyword-indexed"):
+            store.facet(None, "content")
+        with pytest.raises(ValueError, match="float-indexed"):
+            store.ordered(None, "status", 10)
+        with pytest.raises(ValueError, match="limit"):
+            store.ordered(None, "created_ts", 0)
 
 
 @pytest.mark.parametrize("flt_index", [0, 1, 7, 10, 15, 16])

@@ -34,7 +34,7 @@ from hindsight.errors import AuthenticationError, HindsightError, RequestError
 from hindsight.topology import STAGE_TOPICS
 from services.gateway.auth import Principal, key_from_headers
 from services.gateway.console import data
-from services.gateway.console.charts import timeline_png
+from services.gateway.console.charts import size_px, timeline_png
 from services.gateway.state import GatewayState
 
 HERE = Path(__file__).parent
@@ -230,43 +230,57 @@ async def user(
     type: str | None = None,
     fresh: bool = False,
 ) -> HTMLResponse:
-    """A user's memories: counts by type and status, the timeline chart, a page of the table
-    (``fresh``: read the store again instead of the list read in the last 30 s)."""
+    """A user's memories: counts by type and status (facet counts), the timeline chart, a page of the
+    table newest first (one ordered scroll); ``fresh``: the chart is read again instead of the one read
+    in the last 30 s."""
     started = time.perf_counter()
     principal = admin(request)
     store = _state(request).resources.vector_store()
-    timelines = _timelines(request)
-    timeline = await _run(lambda: timelines.get(store, principal.tenant_id, user_id, fresh=fresh))
-    chosen = timeline.select(status, type)
-    first = (page - 1) * data.PAGE
-    rows = await _run(data.full, store, chosen[first : first + data.PAGE])
+    counts = await _run(data.read_counts, store, principal.tenant_id, user_id)
+    shown = counts.matching(status, type)
+    pages = max(1, -(-shown // data.PAGE))
+    page = min(page, pages)
+    flt = data.user_filter(principal.tenant_id, user_id, status, type)
+    rows = await _run(data.page_rows, store, flt, page, data.PAGE, shown) if shown else []
+    width, height = size_px()
     return _page(
         request,
         "user.html",
         started,
         principal=principal,
         user_id=user_id,
-        total=len(timeline),
-        counts=timeline.counts(),
+        total=counts.total,
+        counts=counts.by_type,
+        statuses=data.STATUSES,
+        types=data.TYPES,
         rows=rows,
         page=page,
-        pages=max(1, -(-len(chosen) // data.PAGE)),
-        shown=len(chosen),
-        read_s=round(time.monotonic() - timeline.read_at),
+        pages=pages,
+        shown=shown,
+        fresh=fresh,
+        chart_width=width,
+        chart_height=height,
         status=status or "",
         type=type or "",
     )
 
 
 @router.get("/users/{user_id}/timeline.png")
-async def user_timeline(request: Request, user_id: str) -> Response:
-    """The timeline chart (PNG) of a user's memories by type and status."""
+async def user_timeline(request: Request, user_id: str, fresh: bool = False) -> Response:
+    """The timeline chart (PNG) of a user's memories by type and status (reused for 30 s unless
+    ``fresh``)."""
     started = time.perf_counter()
     principal = admin(request)
     store = _state(request).resources.vector_store()
-    timeline = await _run(_timelines(request).get, store, principal.tenant_id, user_id)
-    png = await _run(timeline_png, timeline, f"{user_id}: {len(timeline)} memories by created_at")
-    headers = {"Server-Timing": f"render;dur={(time.perf_counter() - started) * 1000:.1f}"}
+    timelines = _timelines(request)
+    timeline = await _run(lambda: timelines.get(store, principal.tenant_id, user_id, fresh=fresh))
+    title = f"{user_id}: {len(timeline)} memories by created_at"
+    tenant = principal.tenant_id
+    png = await _run(timelines.chart, timeline, tenant, user_id, lambda t: timeline_png(t, title))
+    headers = {
+        "Server-Timing": f"render;dur={(time.perf_counter() - started) * 1000:.1f}",
+        "Cache-Control": f"private, max-age={int(data.TIMELINE_TTL_S)}",
+    }
     return Response(png, media_type="image/png", headers=headers)
 
 
