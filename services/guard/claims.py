@@ -62,9 +62,17 @@ def claim_length(key: str) -> int:
     return len(key) + sum(1 for c in key if "\u3400" <= c <= "\u9fff")
 
 
-def repeated_claims(text: str, *, min_count: int, min_chars: int) -> list[str]:
+REPEAT_MIN_SHARE: Final = 0.1
+"""Least share of a text's clauses one repeated clause must make up: a claim hammered into a short
+text is poisoning, the same three words said three times in a 30,000-character transcript is a chat."""
+
+
+def repeated_claims(
+    text: str, *, min_count: int, min_chars: int, min_share: float = REPEAT_MIN_SHARE
+) -> list[str]:
     """Normalised sentences or clauses (split at sentence ends, commas and colons) of at least
-    ``min_chars`` (:func:`claim_length`) that occur ``min_count`` or more times.
+    ``min_chars`` (:func:`claim_length`) that occur ``min_count`` or more times and make up at least
+    ``min_share`` of the text's such clauses.
 
     A text too short for ``min_count`` such clauses, or with fewer than ``min_count - 1`` separators,
     cannot hold one and is not split (most chat turns)."""
@@ -73,7 +81,8 @@ def repeated_claims(text: str, *, min_count: int, min_chars: int) -> list[str]:
     counts = Counter(
         k for part in _CLAUSE_RE.findall(text) if claim_length(k := claim_key(part)) >= min_chars
     )
-    return [k for k, n in counts.items() if n >= min_count]
+    least = max(min_count, min_share * sum(counts.values()))
+    return [k for k, n in counts.items() if n >= least]
 
 
 def claims_about_user(text: str, *, min_chars: int) -> list[str]:

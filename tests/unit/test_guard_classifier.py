@@ -228,6 +228,15 @@ def test_no_repetition(text: str) -> None:
     assert not repeated_claims(text, min_count=3, min_chars=12)
 
 
+def test_a_clause_said_three_times_in_a_long_transcript_is_chat_hammered_into_a_short_text_is_not() -> None:
+    lines = [f"Speaker {i % 7} talked about topic number {i} at length yesterday." for i in range(60)]
+    chat = " ".join([*lines[:20], "That sounds really great to me!", *lines[20:40]])
+    chat += " That sounds really great to me! " + " ".join(lines[40:]) + " That sounds really great to me!"
+    assert not repeated_claims(chat, min_count=3, min_chars=12)  # 3 of 63 clauses
+    short = "Note: my account number is 4411. My account number is 4411. Fine, my account number is 4411."
+    assert repeated_claims(short, min_count=3, min_chars=12) == ["myaccountnumberis4411"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Labelled data
 
