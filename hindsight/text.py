@@ -177,7 +177,8 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(i|we)('m| am| are|'re|'ve| have| has)\b|\bmy\s+\w+"
             r"|\b(i|we)\s+(now\s+|currently\s+|still\s+|also\s+|no longer\s+)?"
-            r"(work|live|study|teach|moved|switched|eat|drink)\b"
+            r"(work|live|study|teach|moved|switched|eat|drink|own|drive|ride|use|speak|play|rent|earn|take|"
+            r"attend|volunteer|practi[cs]e|belong|follow)s?\b"
             rf"|^\s*{_THIRD_PERSON}\s+\w+"
             r"|\bno longer\b|\banymore\b|\b(budget|rent|salary|address|birthday)\b"
             rf"|我是|我的|我有|我在|我(?:的)?{_FAMILY_ZH}|用户|客户|预算|地址|生日|工资|房租|不再|住在"

@@ -114,7 +114,14 @@ async def retain(body: RetainRequest, principal: Caller, request: Request) -> Ac
     return await gateway_state(request).service.retain(principal, **fields(body))
 
 
-@memories.get("/memories", response_model=HistoryResponse, summary="A user's memory history")
+@memories.get(
+    "/memories",
+    response_model=HistoryResponse,
+    responses={
+        404: {"model": ErrorBody, "description": "memory_id names no memory of this user (not_found)."}
+    },
+    summary="A user's memory history",
+)
 async def history(
     query: Annotated[HistoryRequest, Query()], principal: Caller, request: Request
 ) -> HistoryResponse:
@@ -166,7 +173,17 @@ async def recall(body: RecallRequest, principal: Caller, request: Request) -> Re
 @memories.post(
     "/recall/{query_id}/feedback",
     response_model=FeedbackResult,
-    responses={404: {"model": ErrorBody, "description": "No such recall for this key's tenant (not_found)."}},
+    responses={
+        400: {
+            "model": ErrorBody,
+            "description": "The same id in two lists (code invalid_request, field: the second list).",
+        },
+        404: {"model": ErrorBody, "description": "No such recall for this key's tenant (not_found)."},
+        409: {
+            "model": ErrorBody,
+            "description": "An id this recall did not return (code conflict, field: its list).",
+        },
+    },
     summary="Say which recalled memories were used",
 )
 async def recall_feedback(

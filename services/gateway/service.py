@@ -47,7 +47,13 @@ from schemas import (
 )
 from schemas.v1 import FeedbackLabel
 from services.gateway.auth import Principal
-from services.gateway.errors import ForbiddenError, InvalidRequestError, NotFoundError, RecallNotFoundError
+from services.gateway.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+    RecallNotFoundError,
+)
 from services.gateway.forget import ForgetService
 from services.gateway.metrics import LOG_BUILD, RECALLED, observe
 from services.gateway.models import (
@@ -570,7 +576,8 @@ class MemoryService:
         Raises:
             RecallNotFoundError: no recall ``query_id`` for this key's tenant (another tenant's query id
                 gives the same answer), or its log has not reached ClickHouse yet.
-            InvalidRequestError: no id at all, an id in two lists, or an id the recall did not return.
+            InvalidRequestError: no id at all, or an id in two lists.
+            ConflictError: an id the recall did not return (the recall's state, HTTP 409).
             StoreUnavailableError: ClickHouse or Kafka failed.
         """
         with observe("feedback"):
@@ -603,7 +610,7 @@ class MemoryService:
             stray = sorted(set(labels) - owner.returned)
             if stray:
                 field = labels[stray[0]]
-                raise InvalidRequestError(
+                raise ConflictError(
                     f"recall {query_id} did not return {stray[:5]}",
                     field=field,
                     fix="label only memories this recall returned (the ids in its response)",

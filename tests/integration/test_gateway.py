@@ -875,8 +875,8 @@ async def test_feedback_is_checked_against_the_recall_idempotent_and_tenant_isol
     for resp in (foreign, unknown, empty_unknown, twice_unknown):
         assert resp.status_code == 404, resp.text
         assert resp.json()["error"]["field"] == "query_id"
-    assert stray.status_code == 400
-    assert stray.json()["error"]["field"] == "used"
+    assert stray.status_code == 409  # the recall's state: it did not return that memory
+    assert (stray.json()["error"]["code"], stray.json()["error"]["field"]) == ("conflict", "used")
     assert twice.status_code == 400
     assert twice.json()["error"]["field"] == "wrong"
     assert empty.status_code == 400

@@ -46,6 +46,9 @@ def test_entities_are_capitalised_runs_not_sentence_starts() -> None:
         ("We're going to Rome next week", "plan"),
         ("I adopted a puppy", "event"),
         ("My sister is a nurse", "fact"),
+        ("I drive a 2015 VW Golf.", "fact"),  # possession and habits are durable facts
+        ("We speak Portuguese at home", "fact"),
+        ("I take metformin every morning", "fact"),
         ("What time is it?", "question"),
         ("cool", "chatter"),
     ],
