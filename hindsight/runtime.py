@@ -73,6 +73,8 @@ def make_broker(
             "starts an embedded broker"
         )
     quiet = logging.getLogger("hindsight.faststream")
+    if not any(isinstance(f, ShutdownCancellation) for f in quiet.filters):
+        quiet.addFilter(ShutdownCancellation())
     return KafkaBroker(
         servers,
         acks="all",
@@ -82,6 +84,19 @@ def make_broker(
         logger=quiet,
         log_level=logging.DEBUG,
     )
+
+
+class ShutdownCancellation(logging.Filter):
+    """FastStream logs a handler cancelled by a graceful stop as an error with a traceback; that is
+    expected (the batch is not committed, Kafka redelivers it), so it becomes one INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Demote a record whose exception is a cancellation; keep every record."""
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text = None, None
+            record.msg = f"handler cancelled by shutdown (not committed, redelivered): {record.msg}"
+        return True
 
 
 def check_delivery(settings: AllSettings) -> None:

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from hindsight.runtime import ShutdownCancellation
+
+
+def _record(exc: BaseException) -> logging.LogRecord:
+    try:
+        raise exc
+    except BaseException:  # noqa: BLE001 (the record needs a live exc_info)
+        info = sys.exc_info()
+    return logging.LogRecord("hindsight.faststream", logging.ERROR, __file__, 1, "boom", None, info)
+
+
+def test_a_cancelled_handler_is_one_info_line_without_traceback() -> None:
+    record = _record(asyncio.CancelledError())
+    assert ShutdownCancellation().filter(record)
+    assert (record.levelno, record.levelname, record.exc_info) == (logging.INFO, "INFO", None)
+
+
+def test_other_errors_stay_errors_with_their_traceback() -> None:
+    record = _record(ValueError("bad"))
+    assert ShutdownCancellation().filter(record)
+    assert record.levelno == logging.ERROR
+    assert record.exc_info is not None
