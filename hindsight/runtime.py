@@ -91,11 +91,13 @@ class ShutdownCancellation(logging.Filter):
     expected (the batch is not committed, Kafka redelivers it), so it becomes one INFO line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Demote a record whose exception is a cancellation; keep every record."""
+        """Demote a record whose exception is a cancellation (dropped when its logger is quieter than
+        INFO); keep every other record."""
         if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
             record.levelno, record.levelname = logging.INFO, "INFO"
             record.exc_info, record.exc_text = None, None
             record.msg = f"handler cancelled by shutdown (not committed, redelivered): {record.msg}"
+            return logging.getLogger(record.name).isEnabledFor(logging.INFO)
         return True
 
 
