@@ -42,16 +42,15 @@ from prometheus_client import Counter, Histogram
 
 from hindsight.chains import ChainEditor, event_key, ids_of
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.derived import store_new
 from hindsight.errors import ModelUnavailableError
 from hindsight.records import (
     DONE,
-    PENDING,
     PLANNED,
     RECONCILE_DECISIONS,
     RECONCILE_PLAN,
     RECONCILE_STATE,
     from_payload,
-    to_payload,
 )
 from hindsight.scoring import reinforced_confidence
 from hindsight.stores.vector import MemoryFilter, VectorRecord
@@ -226,21 +225,8 @@ class ReconcileStage:
         model = self._embedder.name
         memories = [fact_memory(turn, fact, i, stored_at=now, model=model) for i, fact in enumerate(facts)]
         ids = [m.id for m in memories]
-        existing = {r.id for r in await asyncio.to_thread(self._store.retrieve, ids)}
-        fresh = [m for m in memories if m.id not in existing]
-        if fresh:
-            vectors = await asyncio.to_thread(self._embedder.embed_passages, [m.content for m in fresh])
-            records = [
-                VectorRecord(
-                    m.id,
-                    vec,
-                    to_payload(m) | {RECONCILE_STATE: PENDING},
-                    sparse=self._lexical.document(m.content) if self._lexical is not None else None,
-                )
-                for m, vec in zip(fresh, vectors, strict=True)
-            ]
-            await asyncio.to_thread(self._store.upsert, records)
-            FACTS.inc(len(fresh))
+        fresh = await store_new(self._store, self._embedder, self._lexical, memories)
+        FACTS.inc(len(fresh))
         await asyncio.to_thread(
             self._store.set_payload, [turn.id], {"derived_ids": ids, "facts_extracted": True}
         )

@@ -29,12 +29,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from hindsight.consumer import Envelope, Rejection, parse_model
+from hindsight.derived import store_new
 from hindsight.errors import RetryableError
 from hindsight.ids import stable_id
 from hindsight.pii import redact
 from hindsight.records import (
-    PENDING,
-    RECONCILE_STATE,
     compressed_candidate,
     from_payload,
     memory_from_candidate,
@@ -348,20 +347,7 @@ class ReflectStage:
         )
         if not lessons:
             return []
-        existing = {r.id for r in await asyncio.to_thread(self._store.retrieve, [m.id for m in lessons])}
-        fresh = [m for m in lessons if m.id not in existing]
-        if fresh:
-            vectors = await asyncio.to_thread(self._embedder.embed_passages, [m.content for m in fresh])
-            records = [
-                VectorRecord(
-                    m.id,
-                    vec,
-                    to_payload(m) | {RECONCILE_STATE: PENDING},
-                    sparse=self._lexical.document(m.content) if self._lexical is not None else None,
-                )
-                for m, vec in zip(fresh, vectors, strict=True)
-            ]
-            await asyncio.to_thread(self._store.upsert, records)
+        await store_new(self._store, self._embedder, self._lexical, lessons)
         key = partition_key(close.tenant_id, close.user_id)
         for lesson in lessons:
             out.send(Topic.STORED, key, MemoryStoredEvent(memory=lesson, candidate_id=lesson.id))
