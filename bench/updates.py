@@ -356,6 +356,32 @@ async def run_mode(
     return outcomes, run
 
 
+def details(mode: str, outcome: Outcome) -> dict[str, Any]:
+    """One scenario's outcome for reading: statuses, chains reached, each probe's verdict and top 3."""
+    probes = []
+    for entry in outcome.probes:
+        top = [
+            {
+                "kind": m["kind"],
+                "status": m["status"],
+                "score": (m.get("scores") or {}).get("final"),
+                "events": m["provenance"]["event_ids"],
+                "text": m["content"][:160],
+            }
+            for m in entry["memories"][:3]
+        ]
+        ok = _top_ok(outcome, entry)
+        probes.append({"q": entry["probe"]["q"], "ok": ok, "conflicts": len(entry["conflicts"]), "top": top})
+    return {
+        "mode": mode,
+        "id": outcome.scenario["id"],
+        "kind": outcome.scenario["kind"],
+        "statuses": outcome.statuses,
+        "reachable": outcome.reachable,
+        "probes": probes,
+    }
+
+
 def load(path: Path = DATA) -> dict[str, Any]:
     """The scenario file."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -396,6 +422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--data", type=Path, default=DATA, help="Scenario file.")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep store files here.")
+    parser.add_argument(
+        "--details", type=Path, default=None, help="Write one JSON line per scenario and mode here (what failed)."
+    )
     args = parser.parse_args(argv)
     configure_logging(AllSettings().runtime)
     doc = load(args.data)
@@ -413,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[mode] = asyncio.run(run_mode(scenarios, doc["filler"], reconcile=on, workdir=workdir))
         for line in lines(mode, *results[mode]):
             print_line(line)
+        if args.details is not None:
+            with args.details.open("a", encoding="utf-8") as out:
+                for outcome in results[mode][0]:
+                    out.write(json.dumps(details(mode, outcome), ensure_ascii=False) + "\n")
     if "baseline" in results and "reconcile" in results:
         with_rc, without = (aggregate(results[m][0]) for m in ("reconcile", "baseline"))
         run_on, run_off = results["reconcile"][1], results["baseline"][1]
