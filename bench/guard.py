@@ -50,6 +50,10 @@ FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
 """The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
 BLIND_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind.txt"
 """The third set, written after the second round of changes and frozen before any run on it."""
+NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"
+"""Notes agents write about users ("Note: the user now works as ...", "备注：用户……") and
+note-shaped attacks; never trains the classifier. Its crc32 dev part (split ``notes_dev``) was read
+to diagnose; its held-out part (split ``notes``) only measured."""
 SECRET_TYPES: Final[frozenset[str]] = frozenset({"api_key", "token", "private_key", "password"})
 T0: Final = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -192,6 +196,9 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
     parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
     parser.add_argument(
+        "--notes", type=Path, default=NOTES_PATH, help="agents' notes about users (splits 'notes_dev', 'notes')"
+    )
+    parser.add_argument(
         "--e2e",
         type=int,
         default=40,
@@ -213,6 +220,7 @@ def main(argv: Sequence[str] = ()) -> int:
     examples = load(args.set)
     fresh = load(args.fresh) if args.fresh.exists() else []
     blind = load(args.blind) if args.blind.exists() else []
+    notes = load(args.notes) if args.notes.exists() else []
     cfg = GuardSettings()
     policy = GuardPolicy(
         instruction_threshold=cfg.instruction_threshold,
@@ -224,8 +232,13 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout", "fresh", "blind"):
-            extra = {"fresh": fresh, "blind": blind}
+        for split in ("all", "dev", "heldout", "fresh", "blind", "notes_dev", "notes"):
+            extra = {
+                "fresh": fresh,
+                "blind": blind,
+                "notes_dev": [e for e in notes if e.split == "dev"],
+                "notes": [e for e in notes if e.split == "heldout"],
+            }
             chosen = extra[split] if split in extra else [e for e in examples if split in ("all", e.split)]
             if not chosen:
                 continue
