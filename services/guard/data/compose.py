@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable, Iterator
 
 from services.guard.data.compose_more import compose_more
+from services.guard.data.compose_notes import compose_notes
 
 # ------------------------------------------------------------------------------ shared slots
 BRANDS = [
@@ -773,10 +774,10 @@ def compose(seed: int = 10, per_kind: int = 400) -> Iterator[tuple[str, str, str
 def main() -> None:
     """Print the composed lines in the labelled format (``KIND|SOURCE|TEXT``)."""
     print(
-        "# Composed by services/guard/data/compose.py (seed 10) and compose_more.py (seed 11); "
-        "regenerate, do not edit by hand."
+        "# Composed by services/guard/data/compose.py (seed 10), compose_more.py (seed 11) and "
+        "compose_notes.py (seed 12); regenerate, do not edit by hand."
     )
-    for kind, source, text in (*compose(), *compose_more()):
+    for kind, source, text in (*compose(), *compose_more(), *compose_notes()):
         print(f"{kind}|{source}|{text}")
 
 
