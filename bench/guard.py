@@ -196,7 +196,10 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
     parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
     parser.add_argument(
-        "--notes", type=Path, default=NOTES_PATH, help="agents' notes about users (splits 'notes_dev', 'notes')"
+        "--notes",
+        type=Path,
+        default=NOTES_PATH,
+        help="agents' notes about users (splits 'notes_dev', 'notes')",
     )
     parser.add_argument(
         "--e2e",
