@@ -1,6 +1,6 @@
 """``hindsight bench ingest``: the pipeline's ingest throughput against the embedder's own (issue 12).
 
-One run, the embedded default (guard -> write-trigger -> embed -> store, Tansu, Valkey), ~1 KB
+One run, the embedded default (guard -> write-trigger -> embed -> store, Kafka, Valkey), ~1 KB
 events (consecutive real LoCoMo turns of one session, :func:`bench.synth.ingest_texts`):
 
 1. ``ingest-embedder``: the stack's own embedder (same engine, same threads) embeds the same kind of

@@ -1,7 +1,7 @@
 """``hindsight bench serve``: recall latency as agents see it, through HTTP and MCP (issue 12).
 
 Starts the embedded default (guard, ingest, reflect, access log, eviction and the gateway in this
-process; Tansu and Valkey beside it) over a store preloaded with ``--memories`` synthetic memories
+process; the Kafka broker and Valkey beside it) over a store preloaded with ``--memories`` synthetic memories
 (the scale generator of :mod:`bench.synth`: many users in 5 tenants, skewed activity, real e5
 vectors of a cached pool of real texts, BM25 sparse vectors, HNSW built after loading as a
 long-running store has it), then measures the same recall queries (real LoCoMo questions, one user
@@ -25,7 +25,7 @@ and ingest state is the number that counts: it is what the transport and the ser
 recall. A ``serve-costs`` line gives the serialisation and validation costs around the pipeline.
 
 ``--idle-seconds N`` (default 60) first runs ``hindsight up`` as a child process with no traffic
-and reports its CPU time (and its children's: Tansu, Valkey) over N seconds.
+and reports its CPU time (and its children's: the Kafka broker, Valkey) over N seconds.
 
 With ``--url`` it targets a running gateway instead (``--key`` per tenant as ``tenant=key``; only
 ``http`` and ``mcp``, no in-process baseline, nothing loaded: the queries use the generator's users).

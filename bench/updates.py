@@ -423,7 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="Scenario file.")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep store files here.")
     parser.add_argument(
-        "--details", type=Path, default=None, help="Write one JSON line per scenario and mode here (what failed)."
+        "--details",
+        type=Path,
+        default=None,
+        help="Append one JSON line per scenario and mode here (what failed).",
     )
     args = parser.parse_args(argv)
     configure_logging(AllSettings().runtime)

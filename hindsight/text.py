@@ -168,7 +168,9 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"painted|ran|signed|lost|won|attended|met|became|decided|booked|cancell?ed|postponed|switched|"
             r"quit|left)\b"
             r"|\byesterday\b|\blast (week|month|year)\b|\b(cancell?ed|called off|postponed|moved to)\b"
-            r"|昨天|上周|去了|取消|推迟|延期|搬到|搬家|跳槽|改成|改为",
+            r"|\b(changed|transferred|rescheduled|upgraded|downgraded|renamed|replaced|switched)\b"
+            r"|昨天|上周|去了|取消|推迟|延期|搬到|搬家|跳槽|改成|改为|改到|改在|转到|转学|换到|换成|调到|订了"
+            r"|调走|离职|辞职|退休|说错了|更正|纠正|改[喝吃学用开穿住去坐]|^\s*已经?[\u4e00-\u9fff]",
             re.I,
         ),
     ),
@@ -179,7 +181,7 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b(i|we)\s+(now\s+|currently\s+|still\s+|also\s+|no longer\s+)?"
             r"(work|live|study|teach|moved|switched|eat|drink|own|drive|ride|use|speak|play|rent|earn|take|"
             r"attend|volunteer|practi[cs]e|belong|follow)s?\b"
-            rf"|^\s*{_THIRD_PERSON}\s+\w+"
+            rf"|^\s*{_THIRD_PERSON}\s+\w+|^\s*{_FAMILY_ZH}"
             r"|\bno longer\b|\banymore\b|\b(budget|rent|salary|address|birthday)\b"
             rf"|我是|我的|我有|我在|我(?:的)?{_FAMILY_ZH}|用户|客户|预算|地址|生日|工资|房租|不再|住在"
             r"|在.{1,8}(工作|上班|读书|上学)",
@@ -193,14 +195,59 @@ _INTENT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+_SPECIFIC = re.compile(
+    r"\d|\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t|tember)?|oct(ober)?|"
+    r"nov(ember)?|dec(ember)?|(mon|tues|wednes|thurs|fri|satur|sun)days?|noon|midnight)\b"
+    r"|[一二三四五六七八九十两\d]+\s*(月|号|日|点|岁|块|元|年级)|(周|星期|礼拜)[一二三四五六日天末]|今年|去年|这学期",
+    re.I,
+)
+"""A date, a time, a weekday, a month or a number: what makes a plain declarative sentence specific."""
+SPECIFIC_MIN_WORDS = 3
+"""Least words (:func:`features`' count) of a specific sentence that counts as a ``fact``."""
+_FIRST_PERSON_STATEMENT = re.compile(
+    r"\b(i|we)\s+(?:(?:also|now|still|usually|always|never|just|recently|only|really|mostly|often)\s+)*"
+    r"(?!(?:think|guess|see|know|mean|hope|agree|feel|bet|wonder|suppose|believe|understand|appreciate|"
+    r"miss|wish|can|could|would|should|will|shall|may|might|must|do|did|was|were|am|had)\b)[a-z]{3,}"
+    r"|\b(named|called)\s+[A-Z]|\b(turns out|after all|actually)\b|\bour\s+\w+"
+    r"|^\s*[A-Z][a-z]+ed\s+(a|an|the|your|two|three|\d)\b"
+    r"|我们?(?:也|还|都|现在|已经|一直|平时|每天|只|自己)?+"
+    r"(?!(?:觉得|想想|想一想|知道|明白|懂|同意|也是|等|再|马上|看看|来了|没事|还好|不知道|不确定|猜|希望|感觉|先|是这|这么))"
+    r"[\u4e00-\u9fff]{2,}"
+    r"|现在|目前|如今|叫[\u4e00-\u9fff]|不[\u4e00-\u9fff]{1,2}了|暑假|寒假|假期|国庆|春节",
+    re.I,
+)
+"""A first-person declarative sentence about something other than the chat itself ("I subscribed to
+...", "We dropped the plan ...", "我养了一只猫。", "我不吃辣。"), a naming, a correction cue, a
+present-state marker, an agent's step report ("Reserved an automatic Seat Leon ..."): a statement that is a ``fact`` when no earlier rule claimed it and it has at
+least :data:`STATEMENT_MIN_WORDS` words or :data:`STATEMENT_MIN_CJK` CJK characters. Acknowledgements and hedges ("I think so", "I see", "我觉得
+也是", "让我想想", "我等会儿再回复你") are excluded by their verbs."""
+STATEMENT_MIN_WORDS = 4
+"""Least words (:func:`features`' count) of a first-person statement that counts as a ``fact``."""
+STATEMENT_MIN_CJK = 4
+"""Or least CJK characters ("我不吃辣。": Chinese says in 4 characters what English says in 4 words)."""
+
+
 def intent(text: str) -> str:
     """Coarse intent: ``preference``, ``plan``, ``event``, ``fact``, ``question`` or ``chatter``.
 
-    The first matching rule wins, in that order.
+    The first matching rule wins, in that order. A sentence no rule matches is still a ``fact``
+    when it is specific: it names a date, a time, a weekday, a month or a number and has at least
+    :data:`SPECIFIC_MIN_WORDS` words ("The wedding is on June 14.", "婚礼定在五月二十号。",
+    "The standup is at 9:30 on Tuesdays."); chatter rarely carries one, and a schedule or a number
+    is what later changes. So is a first-person statement (:data:`_FIRST_PERSON_STATEMENT`) or a
+    health matter of at least :data:`STATEMENT_MIN_WORDS` words (or :data:`STATEMENT_MIN_CJK` CJK
+    characters).
     """
     for label, pattern in _INTENT_RULES:
         if pattern.search(text):
             return label
+    words = _word_count(text)
+    if _SPECIFIC.search(text) and words >= SPECIFIC_MIN_WORDS:
+        return "fact"
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    long_enough = words >= STATEMENT_MIN_WORDS or cjk >= STATEMENT_MIN_CJK
+    if long_enough and (_FIRST_PERSON_STATEMENT.search(text) or tags(text)):
+        return "fact"
     return "chatter"
 
 
@@ -231,10 +278,14 @@ class TextFeatures:
     words: int
 
 
+def _word_count(text: str) -> int:
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    return len(_WORD.findall(text)) + cjk // 2
+
+
 def features(text: str) -> TextFeatures:
     """All features of ``text`` at once; ``words`` counts Latin words plus CJK characters / 2."""
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
-    return TextFeatures(entities(text), intent(text), tags(text), len(_WORD.findall(text)) + cjk // 2)
+    return TextFeatures(entities(text), intent(text), tags(text), _word_count(text))
 
 
 def compress(content: str, max_chars: int = 280) -> str:

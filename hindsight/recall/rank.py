@@ -5,7 +5,7 @@ Pure functions over :class:`Candidate` lists; the I/O lives in :mod:`hindsight.r
 Score of a candidate (every term in ``[0, 1]``, weights in :class:`RecallParams`):
 
 ``final = (1 - t) * relevance + t * time_weight + w_freq * frequency + w_conf * (confidence - 0.5)
-+ window_bonus + entity_bonus``
++ window_bonus + entity_bonus - unkept_penalty``
 
 - ``relevance``: reciprocal-rank fusion of the dense (cosine) list, the lexical (BM25) list and,
   when a reranker ran, its list, normalised by the best possible fused score. The fusion constant is
@@ -30,6 +30,12 @@ Score of a candidate (every term in ``[0, 1]``, weights in :class:`RecallParams`
   created inside that window;
 - ``entity_bonus``: when the memory's speaker or entities include an entity the query names ("What
   did Caroline ...": Caroline's own words first).
+
+- ``unkept_penalty``: for memories the write-trigger did not keep (tag ``compressed``: chatter such
+  as "ok", "thanks", "行", "哈哈" that left working memory unkept and was compressed into episodic
+  memory rather than dropped, DESIGN.md section 2). Short chatter sits close to every query in e5
+  space ("行" had cosine 0.83 to "用户在哪家公司工作？" and ranked first), so without it filler
+  outranks the statements recall exists for; 0.3 leaves it findable when nothing better matches.
 
 Then: the similarity floor (cosine < 0.65 is dropped, DESIGN.md section 4), dedupe (identical
 normalised text, or cosine > 0.97 between two candidates, keeps the newest active version), the
@@ -62,6 +68,8 @@ RECALL_RRF_K = 10
 NEAR_DUPLICATE_COSINE = 0.97
 """Two returned memories closer than this are the same memory twice (newest version wins)."""
 SECONDS_PER_DAY = 86_400.0
+UNKEPT_TAG = "compressed"
+"""Tag of a memory the write-trigger did not keep (:func:`hindsight.records.compressed_candidate`)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,8 @@ class RecallParams:
     window_bonus: float = 0.15
     entity_bonus: float = 0.05
     """Added when the memory's speaker or entities include an entity the query names."""
+    unkept_penalty: float = 0.3
+    """Subtracted for memories the write-trigger did not keep (tag ``compressed``; module doc)."""
     order: Literal["relevance", "chronological"] = "relevance"
     rerank: bool = False
     rerank_top_n: int = 30
@@ -197,6 +207,7 @@ def score(
             + params.confidence_weight * (float(c.payload.get("confidence", 0.5)) - 0.5)
             + (params.window_bonus if inside else 0.0)
             + (params.entity_bonus if mentions else 0.0)
+            - (params.unkept_penalty if UNKEPT_TAG in (c.payload.get("tags") or ()) else 0.0)
         )
         out.append(
             RecalledMemory(

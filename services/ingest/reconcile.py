@@ -66,6 +66,7 @@ from services.ingest.revisions import (
     free_verdict,
     judge_pair,
     select_candidates,
+    source_turn,
     statement,
 )
 
@@ -263,16 +264,26 @@ class ReconcileStage:
                 fact_ids += await self._store_facts(payload, known.get(turn_id) or found.get(turn_id) or [])
         return fact_ids
 
-    async def _reconcile_facts(self, fact_ids: Sequence[str], out: EventPublisher) -> bool:
-        """Reconcile each fact (in order), then announce them; whether the judge was asked."""
+    async def _reconcile_facts(
+        self, fact_ids: Sequence[str], out: EventPublisher, *, chained: bool = False
+    ) -> bool:
+        """Reconcile each fact (in order), then announce them; whether the judge was asked.
+        ``chained``: the facts come from turns the judge put into one chain, so each fact also pairs
+        with the other turns' facts whatever their cosine (:func:`.revisions.select_candidates`)."""
         judged = False
         if not fact_ids:
             return judged
         records = await asyncio.to_thread(self._store.retrieve, list(fact_ids), True)
         vectors = {r.id: r.vector for r in records}
+        turn_of = {r.id: source_turn(r.payload) for r in records}
         for fact_id in fact_ids:
             if fact_id in vectors:
-                outcome, _ = await self._reconcile(fact_id, vectors[fact_id])
+                forced = (
+                    frozenset(f for f in fact_ids if turn_of.get(f) != turn_of[fact_id])
+                    if chained
+                    else frozenset()
+                )
+                outcome, _ = await self._reconcile(fact_id, vectors[fact_id], forced=forced)
                 judged = bool(outcome) or judged
         await self._announce(fact_ids, out)
         return judged
@@ -297,7 +308,7 @@ class ReconcileStage:
                 turns = await asyncio.to_thread(self._load, [*involved, record.id])
                 ordered = sorted(turns, key=lambda t: event_key(turns[t], t))
                 fact_ids = await self._facts_of(ordered, {})
-                outcome = await self._reconcile_facts(fact_ids, out) or bool(outcome)
+                outcome = await self._reconcile_facts(fact_ids, out, chained=True) or bool(outcome)
         await self._finish(record.id, None)
         return outcome
 
@@ -317,10 +328,16 @@ class ReconcileStage:
             await asyncio.to_thread(self._store.set_payload, [memory_id], fields)
 
     async def _reconcile(
-        self, memory_id: str, vector: np.ndarray | None, *, finish: bool = True
+        self,
+        memory_id: str,
+        vector: np.ndarray | None,
+        *,
+        finish: bool = True,
+        forced: frozenset[str] = frozenset(),
     ) -> tuple[bool | None, list[dict[str, Any]]]:
         """Candidates, judge, write-ahead plan, apply (module doc) for one memory, then mark it done
-        (unless ``finish`` is false: the caller does, after the turn's facts). Returns whether the
+        (unless ``finish`` is false: the caller does, after the turn's facts); ``forced`` ids are
+        candidates whatever their cosine (:func:`.revisions.select_candidates`). Returns whether the
         judge was asked (``None``: reconciled before, or gone) and the decisions applied (as stored
         in ``reconcile_decisions``)."""
         payload = (await asyncio.to_thread(self._load, [memory_id])).get(memory_id)
@@ -341,7 +358,7 @@ class ReconcileStage:
             if finish:
                 await self._finish(memory_id, [])
             return False, []
-        candidates = await asyncio.to_thread(self._candidates, memory_id, payload, vector)
+        candidates = await asyncio.to_thread(self._candidates, memory_id, payload, vector, forced)
         verdicts = await self._verdicts(memory_id, payload, candidates)
         editor = ChainEditor(self._load)
         editor.preload({memory_id: payload, **{c.id: c.payload for c in candidates}})
@@ -371,7 +388,9 @@ class ReconcileStage:
             await asyncio.to_thread(self._store.set_payload, [memory_id], {RECONCILE_DECISIONS: record})
         return any(d.backend != IDENTICAL_BACKEND for d in decisions), (record if changes else [])
 
-    def _candidates(self, memory_id: str, payload: dict[str, Any], vector: np.ndarray) -> list[Candidate]:
+    def _candidates(
+        self, memory_id: str, payload: dict[str, Any], vector: np.ndarray, forced: frozenset[str]
+    ) -> list[Candidate]:
         flt = MemoryFilter(
             tenant_id=str(payload["tenant_id"]),
             user_id=str(payload["user_id"]),
@@ -381,7 +400,11 @@ class ReconcileStage:
         )
         hits = self._store.search(vector, flt, SEARCH_LIMIT)
         found = [(h.id, h.score, h.payload) for h in hits]
-        return select_candidates(memory_id, payload, found, self._thresholds)
+        missing = sorted(forced - {h.id for h in hits} - {memory_id})
+        for record in self._store.retrieve(missing, True) if missing else ():
+            if record.vector is not None:  # same tenant/user/scope: facts of this user's own turns
+                found.append((record.id, float(record.vector @ vector), record.payload))
+        return select_candidates(memory_id, payload, found, self._thresholds, forced)
 
     async def _verdicts(
         self, memory_id: str, payload: dict[str, Any], candidates: Sequence[Candidate]

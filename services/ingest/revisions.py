@@ -17,7 +17,14 @@ operations themselves in :mod:`hindsight.chains`.
   never pair (each speaks about themself); two facts from the same turn never pair, nor two
   passages of one long event (one statement does not revise itself). At most ``max_pairs``
   closest candidates per memory.
+- The facts of turns the judge put into one chain (mode ``revisions``: the older and the newer
+  statement) pair with each other whatever their cosine, first: the turns' verdict is the signal
+  that they are about the same thing, and a fact's wording ("The user moved to Siemens last month."
+  vs "The user is an engineer at Airbus.") is often far from the fact it revises.
 - Identical text (case and punctuation folded) from the same speaker is ``same`` without a judge call.
+- A fact's text is the extractor's third-person statement, or the turn's own words when the model
+  wrote it in another language than the turn (a Chinese turn, an English statement): a fact must be
+  found by queries in the user's language.
 
 **Verdicts.** ``same``: the new memory is merged into the existing one (``status="merged"``);
 ``update``: supersede by event time (:meth:`~hindsight.chains.ChainEditor.supersede`), the older
@@ -120,9 +127,11 @@ def select_candidates(
     payload: dict[str, Any],
     hits: Sequence[tuple[str, float, dict[str, Any]]],
     thresholds: Thresholds,
+    forced: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The candidate pairs for ``memory_id`` among dense ``hits`` ``(id, cosine, payload)`` (already
-    filtered by tenant, user, scope, kind and status active), closest first. Pure (module doc)."""
+    filtered by tenant, user, scope, kind and status active): the ``forced`` ids first whatever their
+    cosine (facts of turns the judge chained), then the rest closest first. Pure (module doc)."""
     kind = str(payload.get("kind"))
     least = thresholds.cosine(kind)
     speaker = _fold(payload.get("speaker"))
@@ -144,9 +153,9 @@ def select_candidates(
             not other.get("attribute") or (own_turn is not None and source_turn(other) == own_turn)
         ):
             continue
-        if cosine >= least or (kind == "fact" and same_key(payload, other)):
+        if hit_id in forced or cosine >= least or (kind == "fact" and same_key(payload, other)):
             out.append(Candidate(hit_id, other, cosine))
-    out.sort(key=lambda c: (-c.cosine, c.id))
+    out.sort(key=lambda c: (c.id not in forced, -c.cosine, c.id))
     return out[: thresholds.max_pairs]
 
 
@@ -324,10 +333,24 @@ def apply_verdicts(
     return decisions
 
 
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER = re.compile(r"[^\W\d_]")
+CJK_TEXT = 0.5
+"""Share of CJK characters among the letters above which a text is Chinese (:func:`cjk_share`)."""
+
+
+def cjk_share(text: str) -> float:
+    """CJK characters over all letters of ``text`` (0.0 for a text without letters), 0..1. Pure."""
+    letters = len(_LETTER.findall(text))
+    return len(_CJK.findall(text)) / letters if letters else 0.0
+
+
 def fact_memory(turn: Memory, fact: Fact, index: int, *, stored_at: datetime, model: str) -> Memory:
     """The semantic ``fact`` memory for the ``index``-th fact extracted from ``turn``: same tenant,
     user, scope and event time; provenance to the turn (its events, references and id)."""
     text = " ".join(fact.statement.split()) or f"{fact.entity} {fact.attribute}: {fact.value}"
+    if cjk_share(turn.content) >= CJK_TEXT and cjk_share(text) < CJK_TEXT:
+        text = turn.content  # the model wrote it in another language: the user's own words (module doc)
     found = features(text)
     entities = tuple(dict.fromkeys((fact.entity, *found.entities))) if fact.entity else found.entities
     tags = tuple(dict.fromkeys((*turn.tags, *found.tags, "fact")))

@@ -40,7 +40,7 @@ class IngestSettings(BaseSettings):
         description="Stages this process runs: any of 'trigger', 'embed', 'reconcile' ('trigger,embed').",
     )
     reconcile_turn_cosine: float = Field(
-        0.82,
+        0.80,
         ge=0.0,
         le=1.0,
         description="Reconcile: least e5 cosine for two turns to be a candidate pair (docs/reconcile.md).",

@@ -215,3 +215,15 @@ def test_a_fact_answers_with_its_evidence_turn_at_the_better_of_their_scores() -
     assert folded[0].final_score == scored[0].final_score
     assert [i for i, _ in folded[0].evidence] == ["t1"]
     assert fold_evidence(score([turn, other], NOW, NEUTRAL)) == score([turn, other], NOW, NEUTRAL)
+
+
+def test_chatter_the_write_trigger_did_not_keep_never_outranks_a_kept_statement() -> None:
+    chatter = cand("ok", 0.86, 1, dense=1, content="行", tags=["compressed"])
+    fact = cand("fact", 0.81, 1, dense=3, content="我上个月跳槽去了腾讯。", tags=[])
+    lone = cand("lone", 0.88, 1, dense=1, content="哈哈", tags=["compressed"])
+    out = score([chatter, fact], NOW, NEUTRAL)
+    assert [m.id for m in out] == ["fact", "ok"]
+    assert out[1].final_score == pytest.approx(out[1].relevance - NEUTRAL.unkept_penalty)
+    assert [m.id for m in score([lone], NOW, NEUTRAL)] == ["lone"]  # still found when alone
+    off = RecallParams(frequency_weight=0.0, confidence_weight=0.0, unkept_penalty=0.0)
+    assert [m.id for m in score([chatter, fact], NOW, off)] == ["ok", "fact"]

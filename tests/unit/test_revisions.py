@@ -324,3 +324,39 @@ def test_a_statement_repeated_twice_is_protected_from_low_trust_sources_too() ->
     [decision] = run(store, "tool", [("diet", v("update"))])
     assert decision.relation == "unsure"
     assert decision.reason.startswith("consistency:strong_support")
+
+
+def test_facts_of_chained_turns_pair_first_whatever_their_cosine_other_gates_still_hold() -> None:
+    new = mem("n", "The user moved to Siemens last month.", kind="fact", attribute="move", turn="t2")
+    hits = [
+        hit(mem("a", "The user is an engineer at Airbus.", kind="fact", attribute="job", turn="t1"), 0.71),
+        hit(mem("s", "The user lives in Munich.", kind="fact", attribute="home", turn="t2"), 0.75),  # own
+        hit(mem("c", "The user's budget is 900.", kind="fact", attribute="budget", turn="t3"), 0.93),
+        hit(mem("p", "The user flies Fridays.", kind="fact", attribute="x", turn="t1", state=PENDING), 0.7),
+    ]
+    chained = frozenset({"a", "s", "p"})
+    assert ids(select_candidates("n", new, hits, LIMITS, chained)) == ["a", "c"]
+    assert ids(select_candidates("n", new, hits, LIMITS)) == ["c"]  # without the chain: cosine only
+
+
+def _turn(content: str) -> Memory:
+    payload = mem("9b7f4c2e-0000-4000-8000-000000000002", content)
+    drop = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
+    return Memory.model_validate({k: v for k, v in payload.items() if k not in drop})
+
+
+@pytest.mark.parametrize(
+    ("turn", "statement", "expected"),
+    [
+        ("我上个月跳槽去了腾讯。", "The user jumped to work at Tencent.", "我上个月跳槽去了腾讯。"),
+        ("我上个月跳槽去了腾讯。", "用户跳槽去了腾讯。", "用户跳槽去了腾讯。"),
+        ("我搬到深圳了。", "The user moved to深圳.", "我搬到深圳了。"),  # mostly Latin letters: English
+        ("I moved to Shenzhen (深圳).", "The user moved to Shenzhen.", "The user moved to Shenzhen."),
+        ("I work at Tencent.", "用户在腾讯工作。", "用户在腾讯工作。"),  # only a Chinese turn falls back
+    ],
+)
+def test_a_fact_in_another_language_than_its_chinese_turn_keeps_the_turns_words(
+    turn: str, statement: str, expected: str
+) -> None:
+    fact = Fact(entity="user", attribute="employer", value="x", statement=statement, category="job")
+    assert fact_memory(_turn(turn), fact, 0, stored_at=T0, model="m").content == expected

@@ -57,6 +57,45 @@ def test_intent_rules(text: str, label: str) -> None:
     assert intent(text) == label
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The concert is on March 3.",  # a date makes a plain sentence specific
+        "The standup moved to 9:30.",
+        "婚宴定在十月五号。",
+        "我们每周五吃火锅。",
+        "I collect vintage cameras.",  # a first-person statement no keyword rule knows
+        "我收藏老式相机。",
+        "我不喝酒。",
+        "Our landlord raised the rent.",
+        "Reserved a table for two at Nopa.",  # an agent's step report
+        "已把会议改到周四。",
+        "The cat is called Miso.",
+    ],
+)
+def test_statements_no_keyword_rule_names_are_still_durable(text: str) -> None:
+    assert intent(text) in ("fact", "event", "plan")
+    assert decide(text, "user").keep
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I see what you mean",
+        "I hope so!",
+        "I think so too",
+        "我也觉得",
+        "我知道了",
+        "我先去忙了",
+        "我也是这么想的",
+        "好的谢谢你",
+    ],
+)
+def test_acknowledgements_and_hedges_stay_chatter(text: str) -> None:
+    assert intent(text) == "chatter"
+    assert not decide(text, "user").keep
+
+
 def test_health_tag_in_english_and_chinese() -> None:
     assert tags("my doctor said so") == ("health",)
     assert tags("我对花生过敏") == ("health",)
