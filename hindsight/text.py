@@ -216,11 +216,12 @@ _FIRST_PERSON_STATEMENT = re.compile(
     r"|现在|目前|如今|叫[\u4e00-\u9fff]|不[\u4e00-\u9fff]{1,2}了|暑假|寒假|假期|国庆|春节",
     re.I,
 )
-"""A first-person declarative sentence about something other than the chat itself ("I subscribed to
-...", "We dropped the plan ...", "我养了一只猫。", "我不吃辣。"), a naming, a correction cue, a
-present-state marker, an agent's step report ("Reserved an automatic Seat Leon ..."): a statement that is a ``fact`` when no earlier rule claimed it and it has at
-least :data:`STATEMENT_MIN_WORDS` words or :data:`STATEMENT_MIN_CJK` CJK characters. Acknowledgements and hedges ("I think so", "I see", "我觉得
-也是", "让我想想", "我等会儿再回复你") are excluded by their verbs."""
+"""A first-person declarative sentence about something other than the chat itself ("I subscribed
+to ...", "We dropped the plan ...", "我养了一只猫。", "我不吃辣。"), a naming, a correction cue, a
+present-state marker, an agent's step report ("Reserved a table for two ..."): a statement that is
+a ``fact`` when no earlier rule claimed it and it has at least :data:`STATEMENT_MIN_WORDS` words or
+:data:`STATEMENT_MIN_CJK` CJK characters. Acknowledgements and hedges ("I think so", "I see",
+"我觉得也是", "让我想想", "我等会儿再回复你") are excluded by their verbs."""
 STATEMENT_MIN_WORDS = 4
 """Least words (:func:`features`' count) of a first-person statement that counts as a ``fact``."""
 STATEMENT_MIN_CJK = 4

@@ -117,8 +117,8 @@ async def _serve(
 EMBEDDED_TIMINGS: dict[str, dict[str, int]] = {
     "kafka": {
         "fetch_max_wait_ms": 5000,
-        "batch_timeout_ms": 1000,
-        "consumer_timeout_ms": 2000,
+        "batch_timeout_ms": 5000,
+        "consumer_timeout_ms": 10_000,
         "session_timeout_ms": 30_000,
     },
     "tansu": {
@@ -133,8 +133,15 @@ EMBEDDED_TIMINGS: dict[str, dict[str, int]] = {
 - **kafka**: Kafka holds an empty fetch until a record arrives (up to ``fetch_max_wait_ms``) and the
   consumers wait for the fetcher event-driven (``hindsight.consumer._EventDrivenBatchSubscriber``),
   so none of the timeouts delays a record: they only set how often an idle consumer asks again (a
-  fetch every 5 s, a wake-up of the stage every second, of aiokafka's fetch loop every 2 s). The
-  one cost of the long fetch: a partition resumed after a pause (a failing batch) or sought back
+  fetch every 5 s, a wake-up of the stage every 5 s; aiokafka's fetch loop wakes on each fetch
+  answer, seek, pause, resume and rebalance, so its 10 s timeout is a backstop that an idle consumer
+  never reaches while its 5 s fetch is in flight). Each of the eight consumers of ``up`` woke its
+  stage every second and its fetch loop every 2 s before (1,000 and 2,000 ms): the event loop's
+  idle wake-ups went from ~18 to ~9 a second and its CPU from ~1.0 to ~0.5 % of a core (per-thread
+  ``/proc`` sampling beside ``hindsight bench idle``, docs/delivery.md).
+  An idle stage's wake-up does nothing (an empty ``getmany``; a graceful stop cancels the wait); it
+  is also when aiokafka raises a coordination error it holds, now within 5 s. The one cost of the
+  long fetch: a partition resumed after a pause (a failing batch) or sought back
   waits for the fetch in flight, up to 5 s. The consumers are static members (``instance_id`` per
   data directory), so a restart, even after SIGKILL, takes the partitions back at once; the long
   session (30 s, a heartbeat every 10 s) then only bounds how late a consumer that hangs is

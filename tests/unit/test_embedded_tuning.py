@@ -33,7 +33,7 @@ def test_kafka_waits_event_driven_and_rejoins_as_a_static_member(
     assert kafka.instance_id == ""
     assert not kafka.idempotent
     tune_for_embedded_broker(kafka, tmp_path / "a")
-    assert _timings(kafka) == (5000, 1000, 2000, 30_000)
+    assert _timings(kafka) == (5000, 5000, 10_000, 30_000)
     assert kafka.idempotent
     first = kafka.instance_id
     assert first.startswith("up-")
@@ -42,6 +42,15 @@ def test_kafka_waits_event_driven_and_rejoins_as_a_static_member(
     tune_for_embedded_broker(other, tmp_path / "b")
     assert again.instance_id == first  # same directory: the same static members after a restart
     assert other.instance_id != first  # another directory is another process
+
+
+def test_an_idle_kafka_consumer_wakes_only_for_its_fetch_answer() -> None:
+    kafka = EMBEDDED_TIMINGS["kafka"]
+    # aiokafka's fetch loop is woken by the answer of the fetch the broker holds: its own timeout
+    # firing first would be one more idle wake-up per consumer and fetch (issue 12)
+    assert kafka["consumer_timeout_ms"] > kafka["fetch_max_wait_ms"]
+    # a hung consumer is still noticed within tens of seconds, three heartbeats per session
+    assert kafka["session_timeout_ms"] <= 30_000
 
 
 def test_tansu_is_polled_fast_and_gets_no_static_membership(
@@ -65,6 +74,6 @@ def test_values_from_the_environment_are_kept(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("HINDSIGHT_KAFKA_IDEMPOTENT", "false")
     kafka = KafkaSettings()
     tune_for_embedded_broker(kafka, tmp_path)
-    assert _timings(kafka) == (200, 1000, 2000, 6000)
+    assert _timings(kafka) == (200, 5000, 10_000, 6000)
     assert kafka.instance_id == "mine"
     assert not kafka.idempotent
