@@ -10,8 +10,9 @@
    payload-free lookup (their cosine, for the floor; vectors for near-duplicate dedupe);
 4. optional rerank of the best ``rerank_top_n`` fused candidates (the reranker contract);
 5. scoring, floor, dedupe, a fact folded with the turns it was extracted from (its evidence),
-   order (:mod:`hindsight.recall.rank`), the evidence turns of returned facts that were not among
-   the candidates (one lookup), token budget (:mod:`hindsight.recall.budget`, evidence included);
+   the newer of two conflicting memories first, order (:mod:`hindsight.recall.rank`), the evidence
+   turns of returned facts that were not among the candidates (one lookup), token budget
+   (:mod:`hindsight.recall.budget`, evidence included);
 6. conflict pairs (``conflicts_with``, written by reconcile when its judge was unsure) that involve
    a returned memory, with the partner's payload.
 """
@@ -256,7 +257,7 @@ async def recall(
     )
     vectors_by_id = {c.id: c.vector for c in found.values() if c.vector is not None}
     # a turn folded into the fact drawn from it is traced as a duplicate (it is returned as evidence)
-    deduped = rank.fold_evidence(rank.dedupe(scored, vectors_by_id))
+    deduped = rank.newest_first_in_conflicts(rank.fold_evidence(rank.dedupe(scored, vectors_by_id)))
     ordered = rank.order(deduped, params)
     if any(m.payload.get("kind") == "fact" for m in ordered):
         ordered = await asyncio.to_thread(_with_evidence, ordered, store)

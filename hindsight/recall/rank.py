@@ -38,7 +38,8 @@ Score of a candidate (every term in ``[0, 1]``, weights in :class:`RecallParams`
   outranks the statements recall exists for; 0.3 leaves it findable when nothing better matches.
 
 Then: the similarity floor (cosine < 0.65 is dropped, DESIGN.md section 4), dedupe (identical
-normalised text, or cosine > 0.97 between two candidates, keeps the newest active version), the
+normalised text, or cosine > 0.97 between two candidates, keeps the newest active version), a fact
+folded with its evidence turns, the newer of two conflicting memories just above the older, the
 order (relevance or chronological) and the ``top_k`` cut.
 """
 
@@ -68,6 +69,8 @@ RECALL_RRF_K = 10
 NEAR_DUPLICATE_COSINE = 0.97
 """Two returned memories closer than this are the same memory twice (newest version wins)."""
 SECONDS_PER_DAY = 86_400.0
+CONFLICT_LIFT = 1e-6
+"""What the newer memory of a conflict pair scores above the older (:func:`newest_first_in_conflicts`)."""
 UNKEPT_TAG = "compressed"
 """Tag of a memory the write-trigger did not keep (:func:`hindsight.records.compressed_candidate`)."""
 
@@ -321,6 +324,40 @@ def fold_evidence(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
         )
     out.sort(key=lambda m: (-m.final_score, m.id))
     return out
+
+
+def newest_first_in_conflicts(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """Of two memories in conflict (``conflicts_with``: the revision judge was unsure whether the
+    newer replaces the older, both stay active), the newer by event time ranks just above the older
+    when the older scored higher: recall returns the newest version first (DESIGN.md section 4), and
+    the pair is reported as a conflict for the agent to decide. A fact stands for the evidence turns
+    folded into it (their conflicts are its conflicts). ``scored`` best first; returns the same
+    memories, re-sorted. Pure."""
+    entry_of: dict[str, int] = {}
+    for i, mem in enumerate(scored):
+        entry_of[mem.id] = i
+        for turn_id, _ in mem.evidence:
+            entry_of.setdefault(turn_id, i)
+    out = list(scored)
+    for i, mem in enumerate(scored):
+        partners = set(mem.payload.get("conflicts_with") or ())
+        for _, turn in mem.evidence:
+            partners |= set(turn.get("conflicts_with") or ())
+        for partner in sorted(partners):
+            j = entry_of.get(str(partner))
+            if j is None or j == i:
+                continue
+            a, b = out[i], out[j]
+            newer, older = (a, b) if _created(a) > _created(b) else (b, a)
+            if _created(newer) > _created(older) and older.final_score >= newer.final_score:
+                lifted = replace(newer, final_score=older.final_score + CONFLICT_LIFT)
+                out[i if newer is a else j] = lifted
+    out.sort(key=lambda m: (-m.final_score, m.id))
+    return out
+
+
+def _created(mem: RecalledMemory) -> float:
+    return float(mem.payload.get("created_ts", 0.0))
 
 
 def order(memories: Sequence[RecalledMemory], params: RecallParams) -> list[RecalledMemory]:

@@ -227,3 +227,31 @@ def test_chatter_the_write_trigger_did_not_keep_never_outranks_a_kept_statement(
     assert [m.id for m in score([lone], NOW, NEUTRAL)] == ["lone"]  # still found when alone
     off = RecallParams(frequency_weight=0.0, confidence_weight=0.0, unkept_penalty=0.0)
     assert [m.id for m in score([chatter, fact], NOW, off)] == ["ok", "fact"]
+
+
+def test_the_newer_of_two_conflicting_memories_ranks_just_above_the_older() -> None:
+    from hindsight.recall.rank import newest_first_in_conflicts  # noqa: PLC0415
+
+    old = cand(
+        "old", 0.9, 40, dense=1, lexical=1, content="My son is at Hillside Primary.", conflicts_with=["new"]
+    )
+    new = cand("new", 0.85, 1, dense=3, content="We moved our son to Oakwood School.", conflicts_with=["old"])
+    other = cand("other", 0.86, 5, dense=2, content="My son plays football.")
+    scored = fold_evidence(score([old, new, other], NOW, NEUTRAL))
+    assert [m.id for m in scored] == ["old", "other", "new"]
+    lifted = newest_first_in_conflicts(scored)
+    assert [m.id for m in lifted] == ["new", "old", "other"]
+    assert lifted[0].final_score == pytest.approx(lifted[1].final_score)
+    plain = fold_evidence(score([cand("old", 0.9, 40, dense=1), other], NOW, NEUTRAL))
+    assert newest_first_in_conflicts(plain) == plain  # no conflict: nothing moves
+
+
+def test_a_conflict_on_a_facts_evidence_turn_counts_for_the_fact() -> None:
+    from hindsight.recall.rank import newest_first_in_conflicts  # noqa: PLC0415
+
+    fact = cand("f-old", 0.9, 40, dense=1, kind="fact", provenance={"memory_ids": ["t-old"]})
+    turn = cand("t-old", 0.88, 40, dense=2, kind="turn", conflicts_with=["t-new"])
+    newer = cand("t-new", 0.8, 1, dense=4, kind="turn", conflicts_with=["t-old"])
+    scored = fold_evidence(score([fact, turn, newer], NOW, NEUTRAL))
+    assert [m.id for m in scored] == ["f-old", "t-new"]
+    assert [m.id for m in newest_first_in_conflicts(scored)] == ["t-new", "f-old"]
