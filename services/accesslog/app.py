@@ -13,16 +13,19 @@ from services.accesslog.stage import AccessLogStage
 
 
 async def register(resources: Resources) -> None:
-    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``, at most
-    one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``) and the analytics sink to recalls,
-    feedback and stored memories (group ``<prefix>-analytics``); rows of a user forgotten since their
+    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
+    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``), each at
+    most one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``: a ClickHouse insert costs
+    ~10-20 ms of CPU whatever its size, and an insert per recall (its log row and ~50 candidate rows)
+    ran beside the next recalls on the same cores (``hindsight bench serve``: the gateway's CPU per
+    recall doubled from the pipeline to the service path). Rows of a user forgotten since their
     event was published are dropped (Redis tombstones)."""
     tombstones = Tombstones(await resources.redis())
     interval = resources.settings.clickhouse.access_log_interval_s
     stage = AccessLogStage(resources.access_log(), tombstones=tombstones)
     resources.subscribe(stage, STAGE_TOPICS["accesslog"], "accesslog", min_interval_s=interval)
     analytics = AnalyticsStage(resources.analytics(), tombstones=tombstones)
-    resources.subscribe(analytics, STAGE_TOPICS["analytics"], "analytics")
+    resources.subscribe(analytics, STAGE_TOPICS["analytics"], "analytics", min_interval_s=interval)
 
 
 def create_app() -> FastStream:
