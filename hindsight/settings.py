@@ -283,6 +283,13 @@ class JudgeSettings(BaseSettings):
         None, description="GGUF file; empty = <models dir>/" + LOCAL_JUDGE_MODEL_FILE + "."
     )
     threads: int = Field(2, ge=1, le=64, description="llama.cpp CPU threads (local backend).")
+    nice: int = Field(
+        15,
+        ge=0,
+        le=19,
+        description="Niceness added to the local model's threads: queries (0) and ingest embedding "
+        "(HINDSIGHT_EMBEDDER_PASSAGE_NICE, 10) get the CPU first, reconcile what is left.",
+    )
     n_ctx: int = Field(4096, ge=512, description="Context tokens over both prefix-cache slots (local).")
     timeout_s: float = Field(120.0, gt=0, description="Bound on one model call (s).")
     max_attempts: int = Field(2, ge=1, le=5, description="Requests per item when the reply is invalid.")

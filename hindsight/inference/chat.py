@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hindsight.errors import ConfigurationError, ModelUnavailableError
+from hindsight.inference.embedder import lower_priority
 
 if TYPE_CHECKING:
     from hindsight.inference.llm import LLM
@@ -208,6 +209,11 @@ class LlamaCppChat:
         path: the ``.gguf`` file.
         name: model name recorded with decisions.
         threads: llama.cpp compute threads (prompt and generation).
+        nice: niceness added to the model's thread before it loads the model; llama.cpp's compute
+            threads, created from it, inherit it (Linux niceness is per thread). On two shared cores
+            a judge at the same priority as ingest starved the embed stage: ``hindsight bench
+            ingest`` at 80 % of the embedder's rate fell behind (p95 181 s to searchable) while
+            reconcile judged the burst before it.
         n_ctx: total context tokens over all slots.
         slots: parallel prefix-cache slots.
         timeout_s: bound on one call (s).
@@ -222,6 +228,7 @@ class LlamaCppChat:
         *,
         name: str,
         threads: int = 2,
+        nice: int = 0,
         n_ctx: int = 4096,
         slots: int = 2,
         timeout_s: float = 120.0,
@@ -238,7 +245,9 @@ class LlamaCppChat:
         self._name = name
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-llm")
+        self._thread = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="hindsight-llm", initializer=lower_priority, initargs=(nice,)
+        )
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.n_ctx = n_ctx

@@ -122,7 +122,7 @@ class _QueryLane:
             start += len(request)
 
 
-def _lower_priority(nice: int) -> None:
+def lower_priority(nice: int) -> None:
     """Add ``nice`` to the calling thread's niceness (Linux: per thread; threads it creates later,
     such as an OpenMP team, inherit it). Elsewhere, or when refused, the priority stays."""
     if nice <= 0 or not hasattr(os, "setpriority"):
@@ -182,7 +182,7 @@ class LocalE5Embedder:
         self._thread = ThreadPoolExecutor(
             max_workers=1,
             thread_name_prefix="hindsight-e5",
-            initializer=_lower_priority,
+            initializer=lower_priority,
             initargs=(passage_nice,),
         )
         self._model = self._thread.submit(E5, num_threads=threads).result()

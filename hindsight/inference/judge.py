@@ -191,6 +191,7 @@ def build_chat_model(settings: JudgeSettings, llm: LLMSettings | None = None) ->
             settings.resolved_model_path(),
             name=settings.model,
             threads=settings.threads,
+            nice=settings.nice,
             n_ctx=settings.n_ctx,
             slots=2,
             timeout_s=settings.timeout_s,
