@@ -42,13 +42,26 @@ _PLACES = (  # noqa: SIM905
 ).split()
 
 
+def _letters(i: int) -> str:
+    """``i`` spelled in letters (0 -> "a", 25 -> "z", 26 -> "ba"): distinct without a digit."""
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out = chr(ord("a") + r) + out
+        if i == 0:
+            return out
+
+
 def event_content(rng: random.Random, i: int) -> str:
-    """A distinct, PII-free sentence for event ``i`` (no digits long enough to look like an id)."""
+    """A distinct, PII-free sentence for event ``i``: chatter the write-trigger keeps (12+ words, a
+    place) but that states nothing durable (no first person, date or number), so only the
+    ``--updates`` users' statements reach the CPU judge; a run of durable notes would queue hundreds
+    of judge calls behind ingest."""
     a, b, c, d = rng.sample(_WORDS, 4)
     place = rng.choice(_PLACES)
     return (
-        f"Note {i}: I talked about the {a} and the {b} near {place}, "
-        f"then we compared a {c} with a {d} for {rng.randint(2, 99)} minutes."
+        f"Log entry {_letters(i)}: the {a} and the {b} near {place} came up, "
+        f"then a {c} next to a {d} for a while."
     )
 
 
