@@ -60,7 +60,7 @@ def event_content(rng: random.Random, i: int) -> str:
     a, b, c, d = rng.sample(_WORDS, 4)
     place = rng.choice(_PLACES)
     return (
-        f"Log entry {_letters(i)}: the {a} and the {b} near {place} came up, "
+        f"In log entry x{_letters(i)} the {a} and the {b} near {place} came up, "
         f"then a {c} next to a {d} for a while."
     )
 
