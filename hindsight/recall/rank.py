@@ -5,7 +5,7 @@ Pure functions over :class:`Candidate` lists; the I/O lives in :mod:`hindsight.r
 Score of a candidate (every term in ``[0, 1]``, weights in :class:`RecallParams`):
 
 ``final = (1 - t) * relevance + t * time_weight + w_freq * frequency + w_conf * (confidence - 0.5)
-+ window_bonus + entity_bonus - unkept_penalty``
++ window_bonus + entity_bonus - unkept_penalty + lesson_bonus``
 
 - ``relevance``: reciprocal-rank fusion of the dense (cosine) list, the lexical (BM25) list and,
   when a reranker ran, its list, normalised by the best possible fused score. The fusion constant is
@@ -97,6 +97,9 @@ class RecallParams:
     """Added when the memory's speaker or entities include an entity the query names."""
     unkept_penalty: float = 0.3
     """Subtracted for memories the write-trigger did not keep (tag ``compressed``; module doc)."""
+    lesson_bonus: float = 0.3
+    """Added to a ``lesson`` above the floor: what a finished task taught must surface for the next
+    similar task ahead of that task's own turns (issue 9: default recall includes lessons)."""
     order: Literal["relevance", "chronological"] = "relevance"
     rerank: bool = False
     rerank_top_n: int = 30
@@ -211,6 +214,7 @@ def score(
             + (params.window_bonus if inside else 0.0)
             + (params.entity_bonus if mentions else 0.0)
             - (params.unkept_penalty if UNKEPT_TAG in (c.payload.get("tags") or ()) else 0.0)
+            + (params.lesson_bonus if c.payload.get("kind") == "lesson" else 0.0)
         )
         out.append(
             RecalledMemory(

@@ -255,3 +255,13 @@ def test_a_conflict_on_a_facts_evidence_turn_counts_for_the_fact() -> None:
     scored = fold_evidence(score([fact, turn, newer], NOW, NEUTRAL))
     assert [m.id for m in scored] == ["f-old", "t-new"]
     assert [m.id for m in newest_first_in_conflicts(scored)] == ["t-new", "f-old"]
+
+
+def test_a_relevant_lesson_ranks_ahead_of_the_task_turns_it_was_learned_from() -> None:
+    turn = cand("turn", 0.9, 30, dense=1, lexical=1, kind="turn", content="Please book me a flight to Paris.")
+    lesson = cand("lesson", 0.86, 30, dense=3, lexical=2, kind="lesson", content="Never book middle seats.")
+    out = score([turn, lesson], NOW, NEUTRAL)
+    assert [m.id for m in out] == ["lesson", "turn"]
+    assert out[0].final_score == pytest.approx(out[0].relevance + NEUTRAL.lesson_bonus)
+    off = RecallParams(frequency_weight=0.0, confidence_weight=0.0, lesson_bonus=0.0)
+    assert [m.id for m in score([turn, lesson], NOW, off)] == ["turn", "lesson"]
