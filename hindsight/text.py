@@ -242,10 +242,10 @@ def intent(text: str) -> str:
     for label, pattern in _INTENT_RULES:
         if pattern.search(text):
             return label
-    words = _word_count(text)
+    cjk = _cjk_count(text)
+    words = _word_count(text, cjk)
     if _SPECIFIC.search(text) and words >= SPECIFIC_MIN_WORDS:
         return "fact"
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
     long_enough = words >= STATEMENT_MIN_WORDS or cjk >= STATEMENT_MIN_CJK
     if long_enough and (_FIRST_PERSON_STATEMENT.search(text) or tags(text)):
         return "fact"
@@ -279,9 +279,13 @@ class TextFeatures:
     words: int
 
 
-def _word_count(text: str) -> int:
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
-    return len(_WORD.findall(text)) + cjk // 2
+def _cjk_count(text: str) -> int:
+    return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+
+
+def _word_count(text: str, cjk: int | None = None) -> int:
+    """Latin words plus CJK characters / 2 (``cjk``: the CJK count when the caller has it)."""
+    return len(_WORD.findall(text)) + (_cjk_count(text) if cjk is None else cjk) // 2
 
 
 def features(text: str) -> TextFeatures:
