@@ -257,16 +257,52 @@ _TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "health",
         re.compile(
             r"\b(allerg\w*|doctor|hospital|medic\w*|diagnos\w*|therapy|therapist|surgery|illness|sick|injur\w*|"
-            r"pregnan\w*|prescription|symptom\w*|disease)\b|过敏|医院|医生|药|病",
+            r"pregnan\w*|prescription|symptom\w*|disease|asthma|diabet\w*|cancer|migraines?|fever|"
+            r"blood pressure|cholesterol|check-?ups?|dentist|hospitali[sz]ed|fractur\w*)\b|"
+            r"过敏|医院|医生|药|病|住院|手术|哮喘|高血压|体检",
             re.I,
         ),
     ),
 )
 
 
+_CARE_PLACE_OR_ROLE = re.compile(r"\b(hospital|doctor|medic\w*|clinic)s?\b|医院|医生", re.I)
+"""Health words that also name a workplace or a profession ("a nurse at St Mary's hospital")."""
+_OCCUPATION = re.compile(
+    r"\b(work\w*|job|employ\w*|hired|intern\w*|career|colleague\w*|shifts?|promot\w*|resign\w*|"
+    r"quit|nurse|surgeon|physician|pharmacist|paramedic|receptionist|administrator|volunteer\w*|"
+    r"(?:am|'m|is|are|was|were|as|became|become)\s+an?\s+(?:\w+\s+)?(?:doctor|medic))\b|"
+    r"工作|上班|入职|辞职|跳槽|同事|实习|当医生|做医生|是医生|护士",
+    re.I,
+)
+"""An occupation cue: with only :data:`_CARE_PLACE_OR_ROLE` words, a sentence is about a job."""
+
+
 def tags(text: str) -> tuple[str, ...]:
-    """Topic tags recall can require or exclude (DESIGN.md section 6), e.g. ``("health",)``."""
-    return tuple(label for label, pattern in _TAG_RULES if pattern.search(text))
+    """Topic tags recall can require or exclude (DESIGN.md section 6), e.g. ``("health",)``.
+
+    ``health`` marks the user's health matters. A sentence whose only health words name a place of
+    care or a medical profession and that is about work ("I work as a nurse at St Mary's hospital",
+    "My sister is a doctor", "我在医院上班") is about a job, not health, and is not tagged: the tag
+    protects a memory from updates by agents (the guard's consistency rule) and hides it outside
+    medical tasks, neither of which fits a job.
+    """
+    out = []
+    for label, pattern in _TAG_RULES:
+        if not pattern.search(text):
+            continue
+        if label == "health" and _only_occupational(text, pattern):
+            continue
+        out.append(label)
+    return tuple(out)
+
+
+def _only_occupational(text: str, health: re.Pattern[str]) -> bool:
+    """Every health word of ``text`` names a place of care or a profession, and ``text`` is about work."""
+    if not _OCCUPATION.search(text):
+        return False
+    rest = _CARE_PLACE_OR_ROLE.sub(" ", text)
+    return health.search(rest) is None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,34 @@ def test_health_tag_in_english_and_chinese() -> None:
     assert tags("nice weather") == ()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I work as a nurse at St Mary's hospital.",
+        "My sister is a doctor in Leeds.",
+        "I got a job at the clinic on Elm Street.",
+        "He started night shifts at the city hospital.",
+        "我在市医院上班。",
+    ],
+)
+def test_a_job_at_a_hospital_is_not_a_health_matter(text: str) -> None:
+    assert tags(text) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I was in hospital after a fall.",
+        "The doctor says my knee needs surgery.",
+        "I work at the hospital and my asthma got worse.",
+        "I'm going to the hospital tomorrow for a checkup.",
+        "医生说我需要做手术。",
+    ],
+)
+def test_health_matters_keep_the_tag_even_beside_work(text: str) -> None:
+    assert tags(text) == ("health",)
+
+
 def test_compress_collapses_whitespace_and_cuts() -> None:
     assert compress("a   b\n c") == "a b c"
     long = compress("x" * 500, max_chars=10)
