@@ -16,7 +16,9 @@ its source, and through the keyword rules alone as the baseline, then prints JSO
 The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor tuned a rule; the
 ``fresh`` split (``bench/data/guard_fresh.txt``, a second author, frozen before the guard first ran
 on it, then used to find failure families) and the ``blind`` split (``bench/data/guard_blind.txt``,
-written after the second round of changes, frozen before any run) are reported on their own. With
+written after the second round of changes, frozen before any run; read on 2026-12-02 to find the
+families it leaked) and the ``blind2`` split (``bench/data/guard_blind2.txt``, a fourth author,
+frozen before any run) are reported on their own. With
 ``--e2e N`` (default 40) a stratified sample of the held-out splits also goes through the gateway
 on the embedded default (:mod:`bench.guard_e2e`: what was
 stored, what was quarantined, secrets found in any store), where bursts and the consistency check
@@ -49,6 +51,8 @@ SET_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_set.txt"
 FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
 """The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
 BLIND_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind.txt"
+BLIND2_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind2.txt"
+"""Fourth set (split ``blind2``): a new author, 2026-12-02, frozen before the guard first ran on it."""
 """The third set, written after the second round of changes and frozen before any run on it."""
 NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"
 """Notes agents write about users ("Note: the user now works as ...", "备注：用户……") and
@@ -196,6 +200,9 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
     parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
     parser.add_argument(
+        "--blind2", type=Path, default=BLIND2_PATH, help="fourth held-out set (split 'blind2')"
+    )
+    parser.add_argument(
         "--notes",
         type=Path,
         default=NOTES_PATH,
@@ -223,6 +230,7 @@ def main(argv: Sequence[str] = ()) -> int:
     examples = load(args.set)
     fresh = load(args.fresh) if args.fresh.exists() else []
     blind = load(args.blind) if args.blind.exists() else []
+    blind2 = load(args.blind2) if args.blind2.exists() else []
     notes = load(args.notes) if args.notes.exists() else []
     cfg = GuardSettings()
     policy = GuardPolicy(
@@ -235,10 +243,11 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout", "fresh", "blind", "notes_dev", "notes"):
+        for split in ("all", "dev", "heldout", "fresh", "blind", "blind2", "notes_dev", "notes"):
             extra = {
                 "fresh": fresh,
                 "blind": blind,
+                "blind2": blind2,
                 "notes_dev": [e for e in notes if e.split == "dev"],
                 "notes": [e for e in notes if e.split == "heldout"],
             }
@@ -255,13 +264,13 @@ def main(argv: Sequence[str] = ()) -> int:
     if args.detect_secrets:
         from bench import guard_detect_secrets  # noqa: PLC0415 (optional package)
 
-        for split, chosen in (("all", examples), ("fresh", fresh), ("blind", blind)):
+        for split, chosen in (("all", examples), ("fresh", fresh), ("blind", blind), ("blind2", blind2)):
             for line in guard_detect_secrets.measure(chosen, split):
                 print(json.dumps(line, ensure_ascii=False), flush=True)
     if args.e2e > 0:
         from bench import guard_e2e  # noqa: PLC0415 (starts the embedded stack)
 
-        held_out = [e for e in examples if e.split == "heldout"] + fresh + blind
+        held_out = [e for e in examples if e.split == "heldout"] + fresh + blind + blind2
         chosen = guard_e2e.sample(held_out, args.e2e)
         stage = systems["guard"]
         line = asyncio.run(

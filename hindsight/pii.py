@@ -424,12 +424,25 @@ def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
 
 _VERSION_CONTEXT_RE: Final = re.compile(
     r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|"
-    r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node)"
+    r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
+    r"chapter|section|sec\.?|§|clause|article|paragraph|appendix|figure|fig\.?|table|step|item|rule|part)"
     r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|版本号?[是为:：\s从]*|(?:升级|更新|降级)(?:到|至)了?)$",
     re.IGNORECASE,
 )
-"""Words right before a dotted quad that make it a version ("version 1.2.3.4", "升级到2.10.4.1");
-a four-part version number is not an address (issue 10)."""
+"""Words right before a dotted quad that make it a version or a section number ("version 1.2.3.4",
+"升级到2.10.4.1", "Chapter 10.3.4.1"); a four-part version number is not an address (issue 10)."""
+_NAME_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Za-z0-9+#\-]{2,}\s$|第\s?$|[章节条]\s?$")
+"""A product or document name right before the dotted quad ("Kubernetes 1.29.3.2"): a version,
+unless the quad is a private address (10/8, 172.16/12, 192.168/16: "Graylog 10.2.3.4" is a host) or
+an address word is near (:data:`_ADDRESS_CONTEXT_RE`)."""
+_ADDRESS_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:ip|ips|address\w*|host\w*|server\w*|ping\w*|ssh|port|dns|gateway|subnet|router|proxy|"
+    r"vpn|connect\w*|reach\w*|listen\w*|bind|http|https|tcp|udp|curl|firewall|whitelist\w*|allowlist\w*|"
+    r"block\w*|vm|nat)(?![A-Za-z])|服务器|地址|端口|主机|网关|内网|外网",
+    re.IGNORECASE,
+)
+ADDRESS_CONTEXT_CHARS: Final[int] = 40
+"""Characters on each side of a dotted quad searched for an address word (ours: about one clause)."""
 
 
 def _is_netmask(address: ipaddress.IPv4Address) -> bool:
@@ -445,6 +458,10 @@ def _detect_ip(text: str) -> Iterator[_Span]:
         except ValueError:
             continue
         if _is_netmask(v4) or _VERSION_CONTEXT_RE.search(text[max(0, m.start() - 24) : m.start()]):
+            continue
+        near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
+        named = _NAME_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])
+        if named and not v4.is_private and not _ADDRESS_CONTEXT_RE.search(near):
             continue
         if _identifies_host(v4):
             yield "ip", m.start(), m.end()

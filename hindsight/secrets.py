@@ -823,6 +823,12 @@ _USER_PASS_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """``user alice / pass hunter2``; only used when a password word follows the user name."""
+_USER_PASS_LOOSE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:user(?:name)?|login|account)\s+[\"'`“‘]?[^\s\"'`“”‘’,，;；/:=]{1,64}[\"'`”’]?\s*[,，;；/|]\s*"
+    r"(?:and\s+)?(?:pass(?:word)?|pwd|pw)\s+[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
+    re.IGNORECASE,
+)
+"""``user root, pass Blu3Whale$2026`` (no separators): the value must look made up."""
 _CRED_PAIR_RE: Final = re.compile(
     r"(?<![A-Za-z0-9])(?:credentials?|creds|login|凭证|账密|账号密码)\s*(?:are|is|[:=：]|是|为)\s*"
     r"[^\s:/,，]{1,64}\s*[:/]\s*([^\s\"'`“”‘’,，;；。、]{3,128})",
@@ -1088,6 +1094,85 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     return _passphrase(text, m.end()) if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)) else None
 
 
+_OBJECT_CODE_RE: Final = re.compile(r"(?<![A-Za-z])(?:code|combination|combo)(?![A-Za-z])", re.IGNORECASE)
+_LOCK_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:lockers?|locks?|padlocks?|alarms?|doors?|gates?|garage|safe|keypads?|lock\s?box|key\s?box|"
+    r"intercom|buzzer|entry|vault|mailbox|storage\s+unit|suitcase|bike|shed)(?![A-Za-z])|"
+    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜",
+    re.IGNORECASE,
+)
+"""Things opened by a code: with one in the clause, "code" / "combination" names an access code
+("the code on the parcel locker is 739214", "office alarm: code 1984", "safe combination 24-7-13")."""
+_NOT_ACCESS_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:error|zip|postal|post|area|country|dial(?:ling)?|promo|discount|coupon|voucher|qr|bar|"
+    r"source|status|http|tracking|product|course|class|dress|colou?r|reference|ref|booking|confirmation|"
+    r"airport|flight|tax|sort|swift|bic|routing|exit|fault|trouble|diagnostic|obd|model|part)\s*$",
+    re.IGNORECASE,
+)
+"""Words before "code" that make it an identifier, not an access code ("error code 4012")."""
+LOCK_CONTEXT_CHARS: Final[int] = 40
+"""Characters on each side of "code" searched for a thing it opens (ours: about one clause)."""
+_CLAUSE_END_RE: Final = re.compile(r"[.。!！?？\n;；]")
+
+
+def _clause_around(text: str, start: int, end: int, chars: int) -> str:
+    """Up to ``chars`` characters each side of ``text[start:end]``, not past a sentence end."""
+    before = text[max(0, start - chars) : start]
+    cut = [m.end() for m in _CLAUSE_END_RE.finditer(before)]
+    after = text[end : end + chars]
+    stop = _CLAUSE_END_RE.search(after.rstrip(".。"))
+    return before[cut[-1] if cut else 0 :] + text[start:end] + (after[: stop.start()] if stop else after)
+
+
+def _access_code_spans(text: str) -> Iterator[_Span]:
+    for m in _OBJECT_CODE_RE.finditer(text):
+        if _NOT_ACCESS_CODE_RE.search(text[max(0, m.start() - 24) : m.start()]):
+            continue
+        if not _LOCK_CONTEXT_RE.search(_clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)):
+            continue
+        digits = _PIN_VALUE_RE.match(text, m.end())
+        if digits is None:
+            digits = re.compile(
+                r"[\s:：=]*(?:is\s+|was\s+)?((?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3})(?![0-9])"
+            ).match(text, m.end())  # a combination: "24-7-13"
+            if digits is None:
+                continue
+        value = digits.group(1)
+        if credential_like(value, kind="pin") or re.fullmatch(r"(?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3}", value):
+            yield "password", digits.start(1), digits.end(1)
+
+
+_TOOL_NOUNS: Final = (
+    r"(?:managers?|apps?|vaults?|polic(?:y|ies)|resets?|strength|fields?|rules?|hints?|generators?|keepers?|"
+    r"stores?|lists?|changes?|requirements?|protect\w*|prompts?|screens?|forms?)(?![A-Za-z])"
+)
+"""Nouns after a credential word that make it a tool or a rule ("1Password as our password manager")."""
+_AS_PASSWORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:use[sd]?|using|set|chose|chosen|picked|pick|choose|made|make)\s+[\"'`“‘]?"
+    r"(?P<v>[^\s\"'`“”‘’,，;；。]{4,64}?)[\"'`”’]?\s+as\s+(?:(?:the|our|my|your|his|her|their|a|an)\s+)?"
+    r"(?:[\w\-]+\s+){0,3}?(?:pass\s?words?|passphrase|pass\s?code|pin|wi-?fi\s+key)(?![A-Za-z])(?!\s+"
+    + _TOOL_NOUNS
+    + ")|"
+    r"(?<![^\s\"'`“‘(（])[\"'`“‘]?(?P<w>[^\s\"'`“”‘’,，;；。:：]{4,64}?)[\"'`”’]?\s+(?:is|was|=)\s+"
+    r"(?:the|our|my|your|his|her|their)\s+(?:[\w\-]+\s+){0,3}?(?:pass\s?words?|passphrase|pass\s?code|pin)"
+    r"(?![A-Za-z])(?!\s+" + _TOOL_NOUNS + ")|"
+    r"(?:用|拿|把)\s*(?P<z>[A-Za-z0-9!@#$%^&*_\-+=.~]{4,64})\s*(?:当|作为|做|设为|设成)[^，。,.]{0,6}?(?:密码|口令)",
+    re.IGNORECASE,
+)
+"""The value named before the credential word: "we use Mariner-Copper-Lantern-17 as the shared
+family passphrase", "Tr0ub4dor&3 is my wifi password", "用qwe123当密码"."""
+
+
+def _shaped_like_password(value: str) -> bool:
+    """A value named without a separator must look made up: a digit or a symbol, or capitals inside
+    a word ("hunter2", "Blu3Whale$2026", "CorrectHorse"); a plain word is prose ("This is my password")."""
+    if len(value) < 4 or is_masked(value) or _PLACEHOLDER_RE.fullmatch(value) or _looks_like_id(value):
+        return False
+    return any(not c.isalpha() for c in value) or (
+        any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    )
+
+
 def _keyword_spans(text: str) -> Iterator[_Span]:
     for m in _KEYWORD_RE.finditer(text):
         word = m.group(0)
@@ -1108,6 +1193,12 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
         glued = g.group(1).rstrip(_TRAILING)
         if any(not c.isalpha() for c in glued) and not is_masked(glued):
             yield "password", g.start(1), g.start(1) + len(glued)
+    yield from _access_code_spans(text)
+    for a in _AS_PASSWORD_RE.finditer(text):
+        group = "v" if a.group("v") else "w" if a.group("w") else "z"
+        value = a.group(group).rstrip(_TRAILING)
+        if _shaped_like_password(value):
+            yield "password", a.start(group), a.start(group) + len(value)
 
 
 def _login_spans(text: str) -> Iterator[_Span]:
@@ -1116,6 +1207,10 @@ def _login_spans(text: str) -> Iterator[_Span]:
             value = m.group(1).rstrip(_TRAILING)
             if credential_like(value, kind="password"):
                 yield "password", m.start(1), m.start(1) + len(value)
+    for m in _USER_PASS_LOOSE_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if _shaped_like_password(value):
+            yield "password", m.start(1), m.start(1) + len(value)
     for m in _USER_PASS_RE.finditer(text):
         between = text[m.start() : m.start(1)]
         if not re.search(r"pass|pwd|pw|密码|口令|/", between, re.IGNORECASE):
@@ -1226,8 +1321,8 @@ def _structured_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
 _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     # every alternative of _KEYWORD_RE and _GLUED_RE contains one of these (lower case)
     "keyword": (
-        *["pass", "pwd", "pw", "pin", "code", "cvv", "cvc", "otp", "key", "secret", "token"],
-        *["码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
+        *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
+        *["token", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (

@@ -5,7 +5,9 @@ redacted are marked inline as ``[[type:value]]`` (types of :mod:`hindsight.pii`)
 removed from the text and kept as :class:`Span` offsets. A literal ``\\n`` in TEXT is a newline.
 KIND is ``pii``, ``lookalike``, ``secret``, ``benign`` or an attack kind (:data:`ATTACK_KINDS`).
 SOURCE is an event source, optionally with a tool name: ``tool:web_fetch`` (the benchmark then
-sends TEXT as the event's ``tool_result``, the way an agent reports a tool call).
+sends TEXT as the event's ``tool_result``, the way an agent reports a tool call). ``agent:NAME`` is
+another agent's message: events have no ``agent`` source, and an agent hears another agent the way it
+hears a tool (a delegated call and its result), so it is read as ``tool`` with tool name ``agent:NAME``.
 
 Split: an example is ``heldout`` when ``crc32(text) % 3 == 0``, else ``dev`` (deterministic, about a
 third held out, independent of line order). A file whose first lines contain ``#! split: NAME``
@@ -83,6 +85,8 @@ def parse_line(raw: str, line: int = 0) -> Example | None:
         raise ValueError(f"line {line}: expected KIND|SOURCE|TEXT, got {stripped[:60]!r}")
     kind, marked = parts[0].strip(), parts[2].replace("\\n", "\n")
     source, _, tool = parts[1].strip().partition(":")
+    if source == "agent" and tool:
+        source, tool = "tool", f"agent:{tool}"
     if kind not in KINDS:
         raise ValueError(f"line {line}: unknown kind {kind!r}; use one of {sorted(KINDS)}")
     if source not in SOURCES:

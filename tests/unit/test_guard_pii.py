@@ -284,10 +284,25 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "12:30:45",
         "MAC 00:1A:2B:3C:4D:5E",
         "std::vector and A::B",
+        "Terraform 1.29.3.2 rolled out to every team",  # a product's four-part version
+        "see section 4.2.1.3 for the retry rules",
+        "见第 3.2.1.4 条",
     ],
 )
 def test_not_an_identifying_ip(text: str) -> None:
     assert "ip" not in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Graylog 10.2.3.4 receives the logs",  # a private address after a name is a host
+        "Nginx 51.15.201.77 on port 443",  # an address word beside it
+        "Alice 192.168.1.5, Bob 192.168.1.6",
+    ],
+)
+def test_a_name_before_an_address_keeps_it_an_address(text: str) -> None:
+    assert "ip" in types_in(text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,6 +343,44 @@ def test_not_an_identifying_ip(text: str) -> None:
     ],
 )
 def test_secret_blocks_the_message_and_is_redacted(text: str, kind: str) -> None:
+    _assert_blocked(text, kind)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the code for the bike shed lock is 5512, don't share it", "5512"),
+        ("garage keypad: code 0420#", "0420#"),
+        ("the safe combination is 24-7-13", "24-7-13"),
+        ("we picked Harbor-Violet-Ninety-3 as the team passphrase", "Harbor-Violet-Ninety-3"),
+        ("S0ccer!Mom77 is my netflix password", "S0ccer!Mom77"),
+        ("用Lily2019当密码就行", "Lily2019"),
+        ("staging box: user deploy, pass K9#vault!22", "K9#vault!22"),
+    ],
+)
+def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
+    result = redact(text)
+    assert result.blocked, result.findings
+    assert secret not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "error code 4012 on the garage door opener",
+        "zip code 10001 for the gate",
+        "the code review for the gate service took 3 hours",
+        "we use 1Password as our password manager",
+        "This is my password manager",
+        "the user Alice, pass 2 is scheduled",
+    ],
+)
+def test_codes_that_open_nothing_and_password_tools_are_not_secrets(text: str) -> None:
+    result = redact(text)
+    assert not result.blocked, result.findings
+
+
+def _assert_blocked(text: str, kind: str) -> None:
     result = redact(text)
     assert result.blocked
     assert result.block_reasons == (f"secret:{kind}",)
