@@ -426,7 +426,8 @@ _VERSION_CONTEXT_RE: Final = re.compile(
     r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|"
     r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
     r"chapter|section|sec\.?|§|clause|article|paragraph|appendix|figure|fig\.?|table|step|item|rule|part)"
-    r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|版本号?[是为:：\s从]*|(?:升级|更新|降级)(?:到|至)了?)$",
+    r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|(?:版本号?|固件|驱动|内核|补丁)(?:版本)?[是为:：\s从]*|"
+    r"(?:升级|更新|降级)(?:到|至)了?|[A-Za-z][A-Za-z0-9]*[\-_])$",
     re.IGNORECASE,
 )
 """Words right before a dotted quad that make it a version or a section number ("version 1.2.3.4",

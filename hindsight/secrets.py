@@ -182,7 +182,7 @@ _PEM_RE: Final = re.compile(
     r"|PuTTY-User-Key-File-\d: [\s\S]*?(?:Private-MAC: [0-9a-f]+|\Z)"
 )
 _URL_CREDENTIALS_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s:/@]{1,256})@"
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s/]{1,256})@(?=[^\s@/]{1,256})"
 )
 _BEARER_RE: Final = re.compile(
     r"(?<![A-Za-z0-9])(?:bearer|token|basic)\s+([A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE
@@ -197,7 +197,10 @@ _EN_PASSWORD: Final = (
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
     r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key"
 )
-_ZH_PASSWORD: Final = r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|暗号|PIN码"
+_ZH_PASSWORD: Final = (
+    r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
+    r"配对码|提取码|授权码|暗号|PIN码"
+)
 _EN_KEY: Final = (
     r"api[\s_\-]?keys?|api[\s_\-]?secret|secret[\s_\-]?(?:access[\s_\-]?)?keys?|client[\s_\-]?secret|"
     r"app[\s_\-]?secret|access[\s_\-]?keys?(?:[\s_\-]?id)?|private[\s_\-]?key|signing[\s_\-]?key|"
@@ -347,12 +350,25 @@ ZH_FILLERS: Final[tuple[str, ...]] = (
     "也",
     "我的",
     "的",
+    "我",
+    "已经",
+    "已",
+    "刚刚",
+    "刚",
+    "被",
+    "设成",
+    "重置为",
+    "更新为",
+    "修改为",
+    "更改为",
 )
 """Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X")."""
 _SEPARATORS: Final = frozenset(" \t\n:=：＝\"'`“”‘’「」(（-><")
 _MAX_FILLERS: Final[int] = 6
 _VALUE_RE: Final = re.compile(r"[\"'`“‘「]?([^\s\"'`“”‘’「」,，;；。、？()（）<>\[\]{}]{1,128})")
-_QUOTED_RE: Final = re.compile(r"[\"'`“‘「]([^\"'`“”‘’「」\n]{3,64})[\"'`”’」]")
+_QUOTED_RE: Final = re.compile(
+    r"[\"'`“‘「]([^\s.,;:!?\"'`“”‘’「」\n][^\"'`“”‘’「」\n]{2,63})[\"'`”’」](?![A-Za-z])"
+)
 _TRAILING: Final = ".,;:?"
 """Trailing characters stripped from a value (a sentence's end); ``!`` stays: over-redacting one
 character is harmless, leaving the last character of ``Winter2024!`` in clear is not."""
@@ -835,6 +851,13 @@ _CRED_PAIR_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """``credentials: alice / hunter2``, ``creds are admin:P@ss1``: the second half is the secret."""
+_ID_AND_PASS_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:use|using|with|enter|type)\s+(?:my|the|our|his|her|your|their)\s+"
+    r"(?:e-?mail(?:\s+address)?|user\s?name|login|account|phone(?:\s+number)?|id)\s+(?:and|\+|&|/|with)\s+"
+    r"(?:the\s+password\s+)?[\"'`“‘]?([^\s\"'`“”‘’,，;；。]{4,64})",
+    re.IGNORECASE,
+)
+"""A password named by what it is typed with: "just use my email and Biscuit2019" (must look made up)."""
 
 # ---------------------------------------------------------------------------------------------
 # 3. Entropy with context
@@ -934,6 +957,11 @@ def _kw_kind(m: re.Match[str]) -> str:
             "取件码",
             "门禁码",
             "解锁码",
+            "开锁码",
+            "开门码",
+            "配对码",
+            "提取码",
+            "授权码",
         )
         if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
             return "pin"
@@ -981,7 +1009,7 @@ _PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|pus
 
 
 _CLAUSE_SEPARATOR_RE: Final = re.compile(
-    r"[^.。!！?？\n:：=]{0,40}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be)(?=\s)|是|为)\s*"
+    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be)(?=\s)|是|为)\s*"
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
 for the portal is X", "门禁卡的密码现在是X"."""
@@ -1018,6 +1046,10 @@ def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool
         # a lone lower-case English word counts only after a separator, quotes or "is" ("password strength")
         if _kw_kind(m) != "pin" and not re.search(r"[:=：＝\"'`“‘]|\bis\b|\bwas\b|\bto\b", gap):
             return True
+    if any(c.isspace() for c in value) and (
+        m.group("key") or m.group("zkey") or m.group("tok") or m.group("ztok")
+    ):
+        return True  # keys and tokens have no spaces: a quoted phrase after one is a message about it
     generated = entropy(value) >= MIN_ENTROPY_BITS
     if (m.group("key") or "").lower() in ("secret", "secrets") and not (
         (_has_letter_and_digit(value) and len(value) >= 8) or generated
@@ -1083,9 +1115,9 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     if value is not None and (found := _accept(text, m, *value)) is not None:
         return found
     sep = _CLAUSE_SEPARATOR_RE.match(text, m.end())
-    after = _VALUE_RE.match(text, sep.end()) if sep is not None else None
+    after = _value_after(text, sep.end()) if sep is not None else None  # skips "still", "now"
     if after is not None:
-        found = _accept(text, m, after.start(1), after.group(1), text[m.end() : after.start(1)])
+        found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
         if found is not None:
             return found
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
@@ -1207,6 +1239,10 @@ def _login_spans(text: str) -> Iterator[_Span]:
             value = m.group(1).rstrip(_TRAILING)
             if credential_like(value, kind="password"):
                 yield "password", m.start(1), m.start(1) + len(value)
+    for m in _ID_AND_PASS_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if _shaped_like_password(value):
+            yield "password", m.start(1), m.start(1) + len(value)
     for m in _USER_PASS_LOOSE_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
         if _shaped_like_password(value):
@@ -1342,7 +1378,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     ),
     # every login phrase (_LOGIN_AS_RE, _CRED_PAIR_RE, _USER_PASS_RE)
     "login": (
-        *["log", "sign", "auth", "connect", "ssh", "cred", "user", "account"],
+        *["log", "sign", "auth", "connect", "ssh", "cred", "user", "account", "mail", "phone", " id "],
         *["账号", "帐号", "用户名", "凭证", "账密"],
     ),
 }

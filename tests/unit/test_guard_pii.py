@@ -287,6 +287,8 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "Terraform 1.29.3.2 rolled out to every team",  # a product's four-part version
         "see section 4.2.1.3 for the retry rules",
         "见第 3.2.1.4 条",
+        "wheel mypkg-2.14.2.3-py3-none-any.whl built",
+        "固件 2.4.1.7 已推送",
     ],
 )
 def test_not_an_identifying_ip(text: str) -> None:
@@ -356,6 +358,14 @@ def test_secret_blocks_the_message_and_is_redacted(text: str, kind: str) -> None
         ("S0ccer!Mom77 is my netflix password", "S0ccer!Mom77"),
         ("用Lily2019当密码就行", "Lily2019"),
         ("staging box: user deploy, pass K9#vault!22", "K9#vault!22"),
+        (
+            "the passphrase, if the school portal asks you for it again next term, is still Lark$Meadow81",
+            "Lark$Meadow81",
+        ),
+        ("for the printer portal just use my email and Pumpkin77 like always", "Pumpkin77"),
+        ("redis://cache:Pa@ss@word1@10.0.0.9:6379/0", "Pa@ss@word1"),
+        ("门锁的开锁码是 808012", "808012"),
+        ("路由器的密码我已经改成 Fuzhou@6633 了", "Fuzhou@6633"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -373,6 +383,8 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "we use 1Password as our password manager",
         "This is my password manager",
         "the user Alice, pass 2 is scheduled",
+        '{"error": "expired_token", "detail": "The session token expired. Log in again."}',
+        "He wrote \"confirm your password\". That's a scam, isn't it?",
     ],
 )
 def test_codes_that_open_nothing_and_password_tools_are_not_secrets(text: str) -> None:
