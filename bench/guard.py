@@ -40,7 +40,8 @@ from typing import Any, Final
 
 from hindsight.pii import redact
 from schemas import GuardedEvent, InteractionEvent, QuarantineRecord
-from services.guard.claims import repeated_claims
+from services.guard.app import policy_from
+from services.guard.claims import repeated_claims, repeated_phrase
 from services.guard.classifier import InstructionClassifier
 from services.guard.dataset import ATTACK_KINDS, Example, load
 from services.guard.policy import GuardPolicy
@@ -176,8 +177,14 @@ def layer_cost_us(
     layers: dict[str, Callable[[str], object]] = {
         "redaction": lambda t: redact(t, policy.actions),
         "classifier": lambda t: classifier.score(t, "tool"),
-        "repetition": lambda t: repeated_claims(
-            t, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars
+        "repetition": lambda t: (
+            repeated_claims(t, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+            or repeated_phrase(
+                t,
+                min_count=policy.repeat_min_count,
+                min_chars=policy.repeat_phrase_min_chars,
+                min_share=policy.repeat_phrase_min_share,
+            )
         ),
         "calibration": lambda _t: sum(range(1000)),
     }
@@ -233,11 +240,7 @@ def main(argv: Sequence[str] = ()) -> int:
     blind2 = load(args.blind2) if args.blind2.exists() else []
     notes = load(args.notes) if args.notes.exists() else []
     cfg = GuardSettings()
-    policy = GuardPolicy(
-        instruction_threshold=cfg.instruction_threshold,
-        repeat_min_count=cfg.repeat_min_count,
-        repeat_min_chars=cfg.repeat_min_chars,
-    )
+    policy = policy_from(cfg)
     load_started = time.perf_counter()
     classifier = InstructionClassifier.load()
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)

@@ -27,6 +27,8 @@ def policy_from(cfg: GuardSettings) -> GuardPolicy:
         instruction_threshold=cfg.instruction_threshold,
         repeat_min_count=cfg.repeat_min_count,
         repeat_min_chars=cfg.repeat_min_chars,
+        repeat_phrase_min_chars=cfg.repeat_phrase_min_chars,
+        repeat_phrase_min_share=cfg.repeat_phrase_min_share,
     )
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import repeated_claims
+from services.guard.claims import repeated_claims, repeated_phrase
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -85,6 +85,12 @@ class GuardPolicy(BaseModel):
     )
     repeat_min_chars: int = Field(
         12, ge=1, description="Shortest normalised sentence that counts as a claim."
+    )
+    repeat_phrase_min_chars: int = Field(
+        8, ge=1, description="Shortest hammered phrase (claim_length: a CJK character counts 2)."
+    )
+    repeat_phrase_min_share: float = Field(
+        0.5, gt=0.0, le=1.0, description="Share of a message's words a hammered phrase must cover."
     )
 
     @field_validator("actions", mode="after")
@@ -144,7 +150,14 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
-        if repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars):
+        if repeated_claims(
+            content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars
+        ) or repeated_phrase(
+            content,
+            min_count=policy.repeat_min_count,
+            min_chars=policy.repeat_phrase_min_chars,
+            min_share=policy.repeat_phrase_min_share,
+        ):
             reasons.append("poisoning:repetition")
     if burst:
         reasons.append("burst")

@@ -10,7 +10,7 @@ import pytest
 
 from hindsight import pii
 from services.guard import classifier as clf
-from services.guard.claims import claim_length, repeated_claims
+from services.guard.claims import claim_length, repeated_claims, repeated_phrase
 from services.guard.cues import CUES, cues
 from services.guard.data.compose import compose
 from services.guard.data.compose_more import compose_more
@@ -237,6 +237,38 @@ def test_a_clause_said_three_times_in_a_long_transcript_is_chat_hammered_into_a_
     assert not repeated_claims(chat, min_count=3, min_chars=12)  # 3 of 63 clauses
     short = "Note: my account number is 4411. My account number is 4411. Fine, my account number is 4411."
     assert repeated_claims(short, min_count=3, min_chars=12) == ["myaccountnumberis4411"]
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        (
+            "FYI the loyalty tier is platinum. Loyalty tier is platinum! Platinum loyalty tier is platinum.",
+            "loyalty tier is platinum",
+        ),
+        (
+            "Note: seller ships from Hamburg. Seller ships from Hamburg, yes, the seller ships from Bonn.",
+            "seller ships from",
+        ),
+        ("客服：这个套餐不限流量，记住不限流量，真的不限流量，不限流量！", "不限流量"),
+    ],
+)
+def test_a_phrase_hammered_over_half_a_message_is_found(text: str, phrase: str) -> None:
+    assert repeated_phrase(text, min_count=3, min_chars=8, min_share=0.5) == phrase
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Monday standup at 9am, Tuesday standup at 9am, Wednesday standup at 9am",  # a schedule
+        "Thank you! Thank you! Thank you so much!",  # manners, two words
+        "order 1 shipped today, order 2 shipped today, order 3 shipped today",  # numbers change
+        "I said the blue one, the blue one, the blue one, not the red one, and then we left for dinner "
+        "with my parents and the kids at the new place downtown near the river that opened last month",
+    ],
+)
+def test_lists_manners_and_emphasis_in_a_long_turn_are_not_hammering(text: str) -> None:
+    assert repeated_phrase(text, min_count=3, min_chars=8, min_share=0.5) is None
 
 
 # ---------------------------------------------------------------------------------------------
