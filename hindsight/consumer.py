@@ -675,6 +675,7 @@ def subscribe(
     fetch_max_wait_ms: int = 500,
     session_timeout_ms: int = 10_000,
     consumer_timeout_ms: int = 200,
+    max_poll_interval_ms: int = 300_000,
     group_instance_id: str | None = None,
     policy: DeliveryPolicy | None = None,
     on_batch_done: Callable[[], Awaitable[None]] | None = None,
@@ -690,7 +691,9 @@ def subscribe(
     timeout); None is dynamic membership. ``min_interval_s`` > 0 makes the runner wait that long
     from the start of a batch before it takes the next, so records gather into fewer, bigger
     batches: for sinks whose every write has a fixed cost (a ClickHouse insert costs ~10-20 ms of
-    CPU whatever its size) and whose readers can wait.
+    CPU whatever its size) and whose readers can wait. ``max_poll_interval_ms`` is the longest a
+    batch may take before the consumer counts as failed and its partitions move (Kafka's
+    ``max.poll.interval.ms``, default 5 min): a stage whose batch waits on CPU model calls raises it.
     """
     runner = BatchRunner(
         stage,
@@ -712,6 +715,7 @@ def subscribe(
         session_timeout_ms=session_timeout_ms,
         heartbeat_interval_ms=max(1000, session_timeout_ms // 3),
         consumer_timeout_ms=consumer_timeout_ms,
+        max_poll_interval_ms=max_poll_interval_ms,
         ack_policy=AckPolicy.MANUAL,
         listener=runner,
         title=f"{stage.name}:{','.join(topics)}",

@@ -189,11 +189,13 @@ class Resources:
         *,
         max_records: int | None = None,
         min_interval_s: float = 0.0,
+        max_poll_interval_ms: int = 300_000,
     ) -> BatchRunner:
         """Register ``stage`` in consumer group ``<prefix>-<group>`` (batch settings from env; a stage
         whose records are heavy may cap ``max_records``; a sink with a fixed cost per write may
-        gather batches for ``min_interval_s``, see :func:`~hindsight.consumer.subscribe`); returns
-        its :class:`~hindsight.consumer.BatchRunner`."""
+        gather batches for ``min_interval_s``; a stage whose batches wait on models may raise
+        ``max_poll_interval_ms``, see :func:`~hindsight.consumer.subscribe`); returns its
+        :class:`~hindsight.consumer.BatchRunner`."""
         kafka = self.settings.kafka
         group_id = kafka.group(group)
         runner = subscribe(
@@ -209,6 +211,7 @@ class Resources:
             session_timeout_ms=kafka.session_timeout_ms,
             consumer_timeout_ms=kafka.consumer_timeout_ms,
             min_interval_s=min_interval_s,
+            max_poll_interval_ms=max_poll_interval_ms,
         )
         self.runners[group] = runner
         self.stage_topics[group] = tuple(str(t) for t in topics)

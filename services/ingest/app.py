@@ -78,9 +78,24 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             lexical=resources.lexical(),
             facts=cfg.reconcile_facts,
         )
-        # a batch can cost several model calls: small batches commit often and stay well inside the
-        # consumer's max poll interval
-        resources.subscribe(reconcile, [Topic.STORED], "ingest-reconcile", max_records=16)
+        resources.subscribe(
+            reconcile,
+            [Topic.STORED],
+            "ingest-reconcile",
+            max_records=RECONCILE_MAX_RECORDS,
+            max_poll_interval_ms=RECONCILE_MAX_POLL_INTERVAL_MS,
+        )
+
+
+RECONCILE_MAX_RECORDS = 4
+"""Stored memories per reconcile batch. Each durable turn costs a fact-extraction call (~14 s on two
+busy cores with the local model) and each candidate pair a judge call (~2.5 s): 16 records took over
+5 minutes in `bench updates`, past Kafka's default max poll interval, so the group rebalanced every
+~5 minutes and the batch's uncommitted work was redone. Four keep a batch near a minute on CPU."""
+RECONCILE_MAX_POLL_INTERVAL_MS = 30 * 60 * 1000
+"""Longest a reconcile batch may run before its consumer counts as failed (30 min): a slow CPU judge
+under load must not be mistaken for a dead consumer; a dead process is still found by the session
+timeout (heartbeats run beside the batch)."""
 
 
 def create_app() -> FastStream:
