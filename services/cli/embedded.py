@@ -23,6 +23,7 @@ from hindsight.brokers.admin import describe_group, ensure_topics, wait_for_zero
 from hindsight.brokers.embedded import EmbeddedBroker
 from hindsight.runtime import Resources, make_broker, open_resources, run_background
 from hindsight.settings import AllSettings, KafkaSettings
+from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.topology import STAGE_TOPICS
 from schemas import Topic
 from services.accesslog import app as accesslog_app
@@ -37,6 +38,8 @@ from services.ingest.settings import IngestSettings
 from services.reflect import app as reflect_app
 
 log = logging.getLogger("hindsight.embedded")
+PARKED_POLL_S = 0.25
+"""Seconds between two looks at the reflection queue while closes are parked."""
 
 CONSUMER_TOPICS = STAGE_TOPICS
 """Consumer group suffix -> topics (:data:`hindsight.topology.STAGE_TOPICS`, the one list; kept under
@@ -64,13 +67,32 @@ class Stack:
         }
 
     async def wait_caught_up(self, timeout_s: float = 600.0, *, exclude: tuple[str, ...] = ()) -> None:
-        """Return when every consumer group (but ``exclude``) has lag 0 on its topics, twice in a row.
+        """Return when every consumer group (but ``exclude``) has lag 0 on its topics, twice in a row,
+        and (unless ``reflect`` is excluded) no session close is parked.
+
+        A close that overtakes its own turns is committed and parked; the reflect stage's sweeper
+        reflects it once its turns are stored (or its grace period, 30 s, is over), and what that
+        writes (the episode, lessons) goes through the pipeline again. So "caught up" is zero lag with
+        nothing parked, and zero lag again after it.
 
         Raises:
-            TimeoutError: some group still lags after ``timeout_s`` (the message names it).
+            TimeoutError: some group still lags, or a close is still parked, after ``timeout_s``.
         """
-        for _ in range(2):
-            await wait_for_zero_lag(self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        watch_parked = "reflect" not in exclude and "reflect" in self.resources.stage_topics
+        while True:
+            for _ in range(2):
+                await wait_for_zero_lag(
+                    self.bootstrap, self.groups(exclude), timeout_s=timeout_s, poll_s=0.25
+                )
+            if not watch_parked:
+                return
+            parked = await ReflectionQueue(await self.resources.redis()).parked()
+            if parked == 0:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{parked} session closes still parked for reflection after {timeout_s} s")
+            await asyncio.sleep(PARKED_POLL_S)
 
 
 class _SecondTickServer(uvicorn.Server):

@@ -27,6 +27,19 @@ def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
     return not alive(pid)
 
 
+def _wait_exec(pid: int, name: str, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    comm = Path(f"/proc/{pid}/comm")
+    while time.monotonic() < deadline:
+        try:
+            if comm.read_text().strip() == name:
+                return True
+        except OSError:
+            return False
+        time.sleep(0.01)
+    return False
+
+
 def test_a_child_launched_with_pdeathsig_dies_when_its_owner_is_killed(tmp_path: Path) -> None:
     assert die_with_parent_argv(), "setpriv (util-linux) is missing: children would outlive a SIGKILL"
     owner = textwrap.dedent(
@@ -43,6 +56,9 @@ def test_a_child_launched_with_pdeathsig_dies_when_its_owner_is_killed(tmp_path:
         assert process.stdout is not None
         child = int(process.stdout.readline())
         assert alive(child)
+        # setpriv arms the parent-death signal, then execs the command: a kill before that is a race
+        # the test would lose on a slow machine (the signal is never armed), not what it checks
+        assert _wait_exec(child, "sleep"), "setpriv did not exec the command"
         process.kill()  # SIGKILL: no shutdown code runs in the owner
         process.wait(timeout=10)
         assert _wait_gone(child), "the child outlived its SIGKILLed owner"
