@@ -8,7 +8,9 @@ directory would start a second server over the same files. Two mechanisms preven
 - :func:`die_with_parent_argv` prefixes a command with ``setpriv --pdeathsig KILL --`` (util-linux,
   part of every Debian/Ubuntu base system): the kernel sends the child SIGKILL when the thread that
   started it exits. Launch such children from a thread that lives as long as the owner (the main
-  thread, or the event loop's thread), never from a short-lived worker thread;
+  thread, or the event loop's thread), never from a short-lived worker thread. The signal is armed
+  when ``setpriv`` runs, a few milliseconds after the spawn: an owner killed inside that window
+  leaves the child running, and :func:`reap_orphan` at the next start stops it;
 - :func:`reap_orphan` stops a process recorded in a pid file by an earlier owner, for children that
   cannot be wrapped, or when ``setpriv`` is missing. Call it only while holding the data
   directory's lock (:mod:`hindsight.stores.dirlock`): then nobody legitimate uses that process.
