@@ -1147,6 +1147,13 @@ LOCK_CONTEXT_CHARS: Final[int] = 40
 _CLAUSE_END_RE: Final = re.compile(r"[.。!！?？\n;；]")
 
 
+_COMBINATION_VALUE_RE: Final = re.compile(r"(?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3}")
+_COMBINATION_RE: Final = re.compile(
+    r"[\s:：=]*(?:is\s+|was\s+)?(" + _COMBINATION_VALUE_RE.pattern + r")(?![0-9])"
+)
+"""A combination right after "combination" / "code": ``24-7-13``, ``is 10 20 30``."""
+
+
 def _clause_around(text: str, start: int, end: int, chars: int) -> str:
     """Up to ``chars`` characters each side of ``text[start:end]``, not past a sentence end."""
     before = text[max(0, start - chars) : start]
@@ -1162,15 +1169,11 @@ def _access_code_spans(text: str) -> Iterator[_Span]:
             continue
         if not _LOCK_CONTEXT_RE.search(_clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)):
             continue
-        digits = _PIN_VALUE_RE.match(text, m.end())
+        digits = _PIN_VALUE_RE.match(text, m.end()) or _COMBINATION_RE.match(text, m.end())
         if digits is None:
-            digits = re.compile(
-                r"[\s:：=]*(?:is\s+|was\s+)?((?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3})(?![0-9])"
-            ).match(text, m.end())  # a combination: "24-7-13"
-            if digits is None:
-                continue
+            continue
         value = digits.group(1)
-        if credential_like(value, kind="pin") or re.fullmatch(r"(?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3}", value):
+        if credential_like(value, kind="pin") or _COMBINATION_VALUE_RE.fullmatch(value):
             yield "password", digits.start(1), digits.end(1)
 
 
