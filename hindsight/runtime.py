@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from hindsight.lexical import LexicalEncoder
     from hindsight.stores.accesslog import AccessLogStore
     from hindsight.stores.quarantine import QuarantineStore
+    from hindsight.stores.reflection_queue import ReflectionQueue
     from hindsight.stores.vector import VectorStore
     from hindsight.tuning.settings_file import Applied
 
@@ -378,6 +379,13 @@ class Resources:
             self._stack.push_async_callback(client.aclose)
             self._cache["redis"] = client
         return self._cache["redis"]  # type: ignore[no-any-return]
+
+    async def reflection_queue(self) -> ReflectionQueue:
+        """This deployment's queue of parked session closes (keys under ``<group prefix>:reflect``,
+        :func:`hindsight.stores.reflection_queue.key_prefix`), on :meth:`redis`."""
+        from hindsight.stores.reflection_queue import ReflectionQueue, key_prefix  # noqa: PLC0415
+
+        return ReflectionQueue(await self.redis(), key_prefix=key_prefix(self.settings.kafka.group_prefix))
 
 
 @asynccontextmanager

@@ -16,6 +16,11 @@ start), ``<prefix>:done:<session>`` (string: the close JSON, with a TTL). Every 
 atomic script or command, so several reflect processes may share the queue: a claim leases the
 items it returns (their due time moves ``lease_s`` ahead), and an item whose claimer died becomes due
 again when the lease ends.
+
+The prefix belongs to one deployment (:func:`key_prefix`: ``<consumer group prefix>:reflect``): two
+deployments that share a Redis but not a vector store must not claim each other's closes (a sweeper
+that claimed a stranger's close would find none of its turns and write its lesson into the wrong
+store).
 """
 
 from __future__ import annotations
@@ -67,6 +72,12 @@ class Parked:
 
     close: SessionClosedEvent
     since: float
+
+
+def key_prefix(group_prefix: str) -> str:
+    """The Redis key prefix of a deployment's queue (``<group prefix>:reflect``; the default group
+    prefix ``hindsight`` gives ``hindsight:reflect``)."""
+    return f"{group_prefix}:reflect"
 
 
 def session_member(tenant_id: str, user_id: str, session_id: str) -> str:
@@ -212,8 +223,13 @@ class ReflectionQueue:
         except RedisError as exc:
             raise StoreUnavailableError(f"reflection queue read failed: {exc}") from exc
 
+    def done_pattern(self, tenant_id: str, user_id: str) -> str:
+        """SCAN pattern of the done markers of one user's sessions (plain keys the caller deletes)."""
+        return f"{self._done}{quote(tenant_id, safe='')}:{quote(user_id, safe='')}:*"
+
     async def forget_user(self, tenant_id: str, user_id: str) -> None:
-        """Drop every parked close of one user (their done markers are plain keys the caller deletes).
+        """Drop every parked close of one user (their done markers, :meth:`done_pattern`, are plain
+        keys the caller deletes).
 
         Raises:
             StoreUnavailableError: Redis did not answer.

@@ -23,7 +23,6 @@ from hindsight.brokers.admin import describe_group, ensure_topics, wait_for_zero
 from hindsight.brokers.embedded import EmbeddedBroker
 from hindsight.runtime import Resources, make_broker, open_resources, run_background
 from hindsight.settings import AllSettings, KafkaSettings
-from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.topology import STAGE_TOPICS
 from schemas import Topic
 from services.accesslog import app as accesslog_app
@@ -87,7 +86,7 @@ class Stack:
                 )
             if not watch_parked:
                 return
-            parked = await ReflectionQueue(await self.resources.redis()).parked()
+            parked = await (await self.resources.reflection_queue()).parked()
             if parked == 0:
                 return
             if asyncio.get_running_loop().time() > deadline:

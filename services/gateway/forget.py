@@ -53,10 +53,17 @@ MAX_ROUNDS = 10
 """Depth of the cascade: a derived memory forgotten with its only source forgets what derives from it."""
 
 
-def _redis_patterns(tenant_id: str, user_id: str) -> list[str]:
-    """SCAN patterns of every Redis key that holds something of one user."""
+def _redis_patterns(tenant_id: str, user_id: str, queue: ReflectionQueue) -> list[str]:
+    """SCAN patterns of every Redis key that holds something of one user (``queue``: the
+    deployment's reflection queue, whose done markers are the user's too)."""
     tag = f"{quote(tenant_id, safe='')}:{quote(user_id, safe='')}:"
-    return [f"hindsight:wm:{{{tag}*", f"hindsight:ledger:{{{tag}*", f"hindsight:reflect:done:{tag}*"]
+    working = f"hindsight:wm:{{{tag}*"
+    return [working, _ledger_pattern(tenant_id, user_id), queue.done_pattern(tenant_id, user_id)]
+
+
+def _ledger_pattern(tenant_id: str, user_id: str) -> str:
+    """SCAN pattern of one user's session ledgers."""
+    return f"hindsight:ledger:{{{quote(tenant_id, safe='')}:{quote(user_id, safe='')}:*"
 
 
 class ForgetService:
@@ -107,7 +114,8 @@ class ForgetService:
             derived = [m for m in derived_from(everything, forgotten) if m.id not in changed]
             if not derived:
                 break
-            dropped = await self._rebuild(derived, forgotten, hard=hard, queue=ReflectionQueue(redis))
+            queue = await self._resources.reflection_queue()
+            dropped = await self._rebuild(derived, forgotten, hard=hard, queue=queue)
             changed.extend(m.id for m in derived)
             if not dropped:
                 break
@@ -218,11 +226,12 @@ class ForgetService:
         await tombstones.bury_user_events(tenant, user_id, events)
         for start in range(0, len(memories), _PAGE):
             await self._drop([m.id for m in memories[start : start + _PAGE]], hard=True)
-        for pattern in _redis_patterns(tenant, user_id):
+        queue = await resources.reflection_queue()
+        for pattern in _redis_patterns(tenant, user_id, queue):
             keys = [key async for key in redis.scan_iter(match=pattern, count=500)]
             if keys:
                 await redis.delete(*keys)
-        await ReflectionQueue(redis).forget_user(tenant, user_id)
+        await queue.forget_user(tenant, user_id)
         every_event = await tombstones.user_events(tenant, user_id)  # this erasure's and any earlier one's
         await claims.erase_events(redis, self._guard_prefix, tenant, every_event)
         await asyncio.to_thread(resources.access_log().erase_user, tenant, user_id)
@@ -239,11 +248,10 @@ class ForgetService:
     async def _redis_events(redis: Redis, tenant_id: str, user_id: str) -> set[str]:
         """Event ids the user's session ledgers and working memory name."""
         events: set[str] = set()
-        for pattern in _redis_patterns(tenant_id, user_id)[1:2]:  # the session ledgers
-            async for key in redis.scan_iter(match=pattern, count=500):
-                name = key.decode() if isinstance(key, bytes) else key
-                if name.endswith(":events"):
-                    events |= {k.decode() if isinstance(k, bytes) else k for k in await redis.hkeys(key)}
+        async for key in redis.scan_iter(match=_ledger_pattern(tenant_id, user_id), count=500):
+            name = key.decode() if isinstance(key, bytes) else key
+            if name.endswith(":events"):
+                events |= {k.decode() if isinstance(k, bytes) else k for k in await redis.hkeys(key)}
         working = WorkingMemory(redis)
         for session in await working.sessions(tenant_id, user_id):
             events |= {item.event_id for item in await working.items(session)}
@@ -264,9 +272,10 @@ class ForgetService:
         user = MemoryFilter(tenant_id=tenant, user_id=user_id, statuses=None)
         memories = await asyncio.to_thread(self._scroll, user)
         keys = 0
-        for pattern in _redis_patterns(tenant, user_id):
+        queue = await resources.reflection_queue()
+        for pattern in _redis_patterns(tenant, user_id, queue):
             keys += len([key async for key in redis.scan_iter(match=pattern, count=500)])
-        keys += await ReflectionQueue(redis).parked_of_user(tenant, user_id)
+        keys += await queue.parked_of_user(tenant, user_id)
         quarantined, quarantine_rows = await asyncio.to_thread(
             resources.quarantine().user_events, tenant, user_id
         )

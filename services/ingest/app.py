@@ -12,7 +12,6 @@ from faststream import FastStream
 
 from hindsight.consistency import ConsistencyCheck, ConsistencySettings
 from hindsight.runtime import Resources, service_app
-from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.working_memory import WorkingMemory
@@ -37,7 +36,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             working,
             SessionLedger(redis),
             threshold=cfg.keep_threshold,
-            reflections=ReflectionQueue(redis),
+            reflections=await resources.reflection_queue(),
             tombstones=Tombstones(redis),
         )
         resources.subscribe(stage, [Topic.GUARDED], "ingest-trigger")

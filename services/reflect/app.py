@@ -5,7 +5,6 @@ from __future__ import annotations
 from faststream import FastStream
 
 from hindsight.runtime import Resources, service_app
-from hindsight.stores.reflection_queue import ReflectionQueue
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.tombstones import Tombstones
 from hindsight.stores.working_memory import WorkingMemory
@@ -25,7 +24,7 @@ async def register(resources: Resources, settings: ReflectSettings | None = None
         SessionLedger(redis),
         WorkingMemory(redis),
         cfg,
-        queue=ReflectionQueue(redis),
+        queue=await resources.reflection_queue(),
         lexical=resources.lexical(),
         tombstones=Tombstones(redis),
     )

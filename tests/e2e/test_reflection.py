@@ -20,7 +20,6 @@ from aiokafka import AIOKafkaProducer
 
 from hindsight.ids import episode_memory_id, turn_memory_id
 from hindsight.records import from_payload
-from hindsight.stores.reflection_queue import ReflectionQueue
 from schemas import InteractionEvent, Memory, SessionClosedEvent, Topic, partition_key
 from services.cli.embedded import Stack
 
@@ -97,7 +96,7 @@ async def test_a_close_claiming_a_trillion_events_delays_no_other_users_episode(
     await _publish(stack, [*claims, _close(other, "s-trip", 2)])  # behind the claims, same partition
 
     episode = await _episode(stack, other, "s-trip", timeout_s=60)
-    queue = ReflectionQueue(await stack.resources.redis())
+    queue = await stack.resources.reflection_queue()
     still_parked = [await queue.is_parked(c) for c in claims]
     assert still_parked == [True, True, True]  # the claims wait out their grace period, alone
     assert set(episode.provenance.memory_ids) == {turn_memory_id(TENANT, t.event_id) for t in turns}
