@@ -12,7 +12,10 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    its facts, :mod:`.revisions`); ``revisions`` (the default: an extraction costs several judge
    calls on a CPU model) reconciles the turn itself and extracts the facts of the turns the judge
    put into a version chain, refinement or conflict (the facts of the older and the newer
-   statement); ``off`` reconciles turns only;
+   statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
+   words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
+   replaced them instead of staying current beside a superseded turn); ``off`` reconciles turns
+   only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -65,6 +68,7 @@ from services.ingest.revisions import (
     fact_memory,
     free_verdict,
     judge_pair,
+    own_words,
     select_candidates,
     source_turn,
     statement,
@@ -109,6 +113,10 @@ EXTRACT_SECONDS = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
 FACTS = Counter("hindsight_reconcile_facts_total", "Fact memories written")
+FALLBACK_FACTS = Counter(
+    "hindsight_reconcile_fallback_facts_total",
+    "Turns in a version chain the extractor found no fact in, kept as a fact of their own words",
+)
 
 CHAINING = frozenset(("update", "refinement", "unsure"))
 """Relations that put two turns into a chain or a link: mode ``revisions`` extracts their facts."""
@@ -245,23 +253,36 @@ class ReconcileStage:
                 MemoryStoredEvent(memory=fact, candidate_id=fact.id),
             )
 
-    async def _facts_of(self, turn_ids: Sequence[str], known: dict[str, list[Fact]]) -> list[str]:
+    async def _facts_of(
+        self, turn_ids: Sequence[str], known: dict[str, list[Fact]], *, fallback: bool = False
+    ) -> list[str]:
         """The fact memory ids of each turn, extracting (one call for those without) and storing
-        them first where needed; turns in the order given."""
+        them first where needed; turns in the order given.
+
+        ``fallback`` (turns the judge put into one chain): an active turn the extractor finds no
+        fact in, beside a turn that has facts, gets one fact of its own words (:func:`own_words`),
+        so the other turn's facts are judged against it. A superseded turn gets none (its facts
+        would only be one more old value to supersede), nor does a group without any fact (the
+        turns themselves are already reconciled)."""
         payloads = await asyncio.to_thread(self._load, list(turn_ids))
         todo = [
             t for t in turn_ids if t in payloads and not payloads[t].get("facts_extracted") and t not in known
         ]
         found = dict(zip(todo, await self._extract([payloads[t] for t in todo]), strict=True))
+        stored = {t: ids_of(p.get("derived_ids")) for t, p in payloads.items() if p.get("facts_extracted")}
+        fresh = {t: known.get(t) or found.get(t) or [] for t in payloads if t not in stored}
+        any_facts = any(stored.values()) or any(fresh.values())
         fact_ids: list[str] = []
         for turn_id in turn_ids:
-            payload = payloads.get(turn_id)
-            if payload is None:
-                continue
-            if payload.get("facts_extracted"):
-                fact_ids += ids_of(payload.get("derived_ids"))
-            else:
-                fact_ids += await self._store_facts(payload, known.get(turn_id) or found.get(turn_id) or [])
+            if turn_id in stored:
+                fact_ids += stored[turn_id]
+            elif turn_id in fresh:
+                facts = fresh[turn_id]
+                payload = payloads[turn_id]
+                if not facts and fallback and any_facts and payload.get("status", "active") == "active":
+                    facts = [own_words(payload)]
+                    FALLBACK_FACTS.inc()
+                fact_ids += await self._store_facts(payload, facts)
         return fact_ids
 
     async def _reconcile_facts(
@@ -307,7 +328,7 @@ class ReconcileStage:
             if involved:
                 turns = await asyncio.to_thread(self._load, [*involved, record.id])
                 ordered = sorted(turns, key=lambda t: event_key(turns[t], t))
-                fact_ids = await self._facts_of(ordered, {})
+                fact_ids = await self._facts_of(ordered, {}, fallback=True)
                 outcome = await self._reconcile_facts(fact_ids, out, chained=True) or bool(outcome)
         await self._finish(record.id, None)
         return outcome

@@ -345,6 +345,15 @@ def cjk_share(text: str) -> float:
     return len(_CJK.findall(text)) / letters if letters else 0.0
 
 
+def own_words(payload: dict[str, Any]) -> Fact:
+    """A turn's own words as its one fact: what a turn of a version chain becomes when the
+    extractor finds no fact in it (the small CPU model misses some: "昨天换了小米 14。", "Sorry,
+    it's my right wrist, not the left."). Without it, the older turn's facts would stay active
+    beside the turn the judge already marked superseded, and recall, which prefers facts, would
+    answer with the old value. No entity or attribute: the judge reads the sentence."""
+    return Fact(entity="", attribute="", value="", statement=str(payload.get("content", "")))
+
+
 def fact_memory(turn: Memory, fact: Fact, index: int, *, stored_at: datetime, model: str) -> Memory:
     """The semantic ``fact`` memory for the ``index``-th fact extracted from ``turn``: same tenant,
     user, scope and event time; provenance to the turn (its events, references and id)."""

@@ -8,7 +8,7 @@ asked. The model judge is exercised end to end in ``tests/e2e/test_reconcile.py`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -20,6 +20,7 @@ from hindsight.consistency import CorrectionJudge
 from hindsight.consumer import Envelope
 from hindsight.ids import stable_id
 from hindsight.inference.embedder import LocalE5Embedder
+from hindsight.inference.judge import Fact, Statement
 from hindsight.publisher import EventPublisher
 from hindsight.records import (
     DONE,
@@ -33,7 +34,7 @@ from hindsight.records import (
 from hindsight.stores.vector import VectorRecord
 from hindsight.stores.vector_edge import EdgeVectorStore
 from schemas import Memory, MemoryStoredEvent, Provenance, Topic
-from services.ingest.reconcile import ReconcileStage
+from services.ingest.reconcile import FALLBACK_FACTS, ReconcileStage
 from services.ingest.revisions import Thresholds
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -186,3 +187,67 @@ async def test_memories_of_another_user_scope_or_kind_are_never_paired(
         again.id: "merged",
     }
     assert payload_of(store, again)["merged_into"] == mine.id
+
+
+class ScriptedExtractor:
+    """A fact extractor that answers from a script (text -> facts): the only fake here. It plays
+    the small CPU model when it finds no fact in a turn, which the real one does for some turns
+    ("昨天换了小米 14。", bench updates); what the stage then does is the logic under test."""
+
+    name = "scripted"
+
+    def __init__(self, script: dict[str, list[Fact]]) -> None:
+        self.script = script
+        self.asked: list[str] = []
+
+    def extract(self, texts: Sequence[Statement]) -> list[list[Fact]]:
+        self.asked += [t.text for t in texts]
+        return [list(self.script[t.text]) for t in texts]
+
+
+def facts_of(store: EdgeVectorStore, memory: Memory) -> list[dict[str, Any]]:
+    ids = payload_of(store, memory).get("derived_ids") or []
+    return [r.payload for r in store.retrieve(list(ids))]
+
+
+OLD_ALLERGY = "I'm allergic to penicillin."
+NEW_ALLERGY = "The doctor says I'm not allergic to penicillin after all."
+ALLERGY_FACT = Fact("user", "allergy", "penicillin", "The user is allergic to penicillin.", "health")
+
+
+async def test_a_newer_turn_without_facts_still_supersedes_the_older_turns_fact(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    old, p_old = turn("old", OLD_ALLERGY, day=0)
+    new, p_new = turn("new", NEW_ALLERGY, day=30)
+    put(store, local_e5, (old, p_old), (new, p_new))
+    extractor = ScriptedExtractor({OLD_ALLERGY: [ALLERGY_FACT], NEW_ALLERGY: []})
+    rc = ReconcileStage(store, local_e5, CorrectionJudge(), extractor, LIMITS, facts="revisions")
+    fallbacks = FALLBACK_FACTS._value.get()
+    await deliver(rc, old)
+    await deliver(rc, new)
+
+    assert sorted(extractor.asked) == sorted([OLD_ALLERGY, NEW_ALLERGY])  # the chain's two turns
+    assert payload_of(store, old)["superseded_by"] == new.id  # the turns' own chain
+    [old_fact], [new_fact] = facts_of(store, old), facts_of(store, new)
+    assert (new_fact["kind"], new_fact["content"], new_fact["status"]) == ("fact", NEW_ALLERGY, "active")
+    assert new_fact["provenance"]["memory_ids"] == [new.id]
+    assert (old_fact["status"], old_fact["superseded_by"]) == ("superseded", new_fact["id"])
+    assert FALLBACK_FACTS._value.get() == fallbacks + 1
+
+
+async def test_a_superseded_turn_without_facts_gets_no_fact_of_its_own_words(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    old, p_old = turn("old", OLD_ALLERGY, day=0)
+    new, p_new = turn("new", NEW_ALLERGY, day=30)
+    put(store, local_e5, (old, p_old), (new, p_new))
+    corrected = Fact("user", "allergy", "none", "The user is not allergic to penicillin.", "health")
+    extractor = ScriptedExtractor({OLD_ALLERGY: [], NEW_ALLERGY: [corrected]})
+    rc = ReconcileStage(store, local_e5, CorrectionJudge(), extractor, LIMITS, facts="revisions")
+    await deliver(rc, old, new)
+
+    assert payload_of(store, old)["status"] == "superseded"
+    assert facts_of(store, old) == []  # nothing old left to be recalled as current
+    [fact] = facts_of(store, new)
+    assert (fact["content"], fact["status"]) == (corrected.statement, "active")
