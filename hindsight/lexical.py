@@ -5,13 +5,17 @@ tokenizer, lower-casing, English stop words and Snowball stemming, hashed term i
 sparse vector has the IDF modifier, so the engine computes BM25 inside the filtered search. The same
 encoder serves the embedded engine and a Qdrant server, so their term ids agree.
 
-Chinese has no spaces: CJK runs are segmented with ``rjieba`` (jieba-rs) and joined by spaces first.
+Chinese has no spaces: CJK runs are segmented with ``rjieba`` (jieba-rs) and joined by spaces first,
+leaving out Chinese function words (the ``stop-words`` package's Chinese list, plus sentence-final
+particles and interjections it lacks). Qdrant's model drops English stop words only; without this a
+filler turn such as "好的" matched any question with "的" and, being the only lexical hit, won the
+lexical side of recall (bench updates: "用户的饮食习惯是什么？" ranked "好的" first).
 """
 
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cache, cached_property
 
 import qdrant_edge as qe
 
@@ -22,14 +26,31 @@ AVG_DOC_WORDS = 32
 """BM25 average document length (words) used for length normalisation; a typical memory turn."""
 
 
+ZH_PARTICLES = frozenset("吗呢啊呀哦嗯哈呗嘿喔噢")
+"""Sentence-final particles and interjections missing from the ``stop-words`` Chinese list."""
+
+
+@cache
+def zh_stop_words() -> frozenset[str]:
+    """Chinese words that are never lexical evidence (module doc)."""
+    from stop_words import get_stop_words  # noqa: PLC0415
+
+    return frozenset(get_stop_words("zh")) | ZH_PARTICLES
+
+
 def segment_cjk(text: str) -> str:
     """``text`` with every CJK run split by ``rjieba.cut_for_search`` (words and their sub-words, so
-    "故宫" finds "故宫博物院") and space-separated."""
+    "故宫" finds "故宫博物院"), Chinese stop words left out (:func:`zh_stop_words`), space-separated."""
     if not _CJK_RUN.search(text):
         return text
     import rjieba  # noqa: PLC0415  (loads its dictionary once, only when CJK text appears)
 
-    return _CJK_RUN.sub(lambda m: " " + " ".join(rjieba.cut_for_search(m.group(0))) + " ", text)
+    stop = zh_stop_words()
+
+    def words(match: re.Match[str]) -> str:
+        return " " + " ".join(w for w in rjieba.cut_for_search(match.group(0)) if w not in stop) + " "
+
+    return _CJK_RUN.sub(words, text)
 
 
 class LexicalEncoder:

@@ -115,3 +115,13 @@ def test_chinese_is_segmented_so_a_word_matches_a_longer_compound() -> None:
     enc = LexicalEncoder()
     assert "故宫" in segment_cjk("故宫博物院").split()
     assert set(enc.query("故宫").indices) <= set(enc.document("我去了故宫博物院").indices)
+
+
+def test_chinese_function_words_are_not_lexical_evidence() -> None:
+    enc = LexicalEncoder()
+    question = set(enc.query("用户的饮食习惯是什么？").indices)
+    for filler in ("好的", "嗯", "还有别的需要吗？", "好了吗"):
+        assert not question & set(enc.document(filler).indices), filler
+    assert question & set(enc.document("他的饮食很清淡").indices)  # 饮食 still matches
+    assert set(enc.query("买房吗").indices) <= set(enc.document("我们打算明年买房").indices)
+    assert segment_cjk("我吃素").split() == ["吃素"]
