@@ -17,8 +17,9 @@ The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor t
 ``fresh`` split (``bench/data/guard_fresh.txt``, a second author, frozen before the guard first ran
 on it, then used to find failure families) and the ``blind`` split (``bench/data/guard_blind.txt``,
 written after the second round of changes, frozen before any run; read on 2026-12-02 to find the
-families it leaked) and the ``blind2`` split (``bench/data/guard_blind2.txt``, a fourth author,
-frozen before any run) are reported on their own. With
+families it leaked), the ``blind2`` split (``bench/data/guard_blind2.txt``, a fourth author,
+frozen before any run; read on 2026-12-02) and the ``blind3`` split (``bench/data/guard_blind3.txt``,
+a fifth author, frozen before any run) are reported on their own. With
 ``--e2e N`` (default 40) a stratified sample of the held-out splits also goes through the gateway
 on the embedded default (:mod:`bench.guard_e2e`: what was
 stored, what was quarantined, secrets found in any store), where bursts and the consistency check
@@ -52,9 +53,18 @@ SET_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_set.txt"
 FRESH_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_fresh.txt"
 """The second, fresh held-out set (another author, frozen before the guard ever ran on it)."""
 BLIND_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind.txt"
+"""The third set, written after the second round of changes and frozen before any run on it."""
 BLIND2_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind2.txt"
 """Fourth set (split ``blind2``): a new author, 2026-12-02, frozen before the guard first ran on it."""
-"""The third set, written after the second round of changes and frozen before any run on it."""
+BLIND3_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind3.txt"
+"""Fifth set (split ``blind3``): another new author, 2026-12-02, frozen before the guard first ran on it."""
+HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
+    "fresh": (FRESH_PATH, "second held-out set"),
+    "blind": (BLIND_PATH, "third held-out set"),
+    "blind2": (BLIND2_PATH, "fourth held-out set"),
+    "blind3": (BLIND3_PATH, "fifth held-out set"),
+}
+"""Split -> (file, what it is): the sets of other authors, each reported on its own."""
 NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"
 """Notes agents write about users ("Note: the user now works as ...", "备注：用户……") and
 note-shaped attacks; never trains the classifier. Its crc32 dev part (split ``notes_dev``) was read
@@ -204,11 +214,8 @@ def main(argv: Sequence[str] = ()) -> int:
     """Print the benchmark's JSON lines; exit code 0."""
     parser = argparse.ArgumentParser(prog="hindsight bench guard", description=__doc__.split("\n")[0])
     parser.add_argument("--set", type=Path, default=SET_PATH, help="labelled set (KIND|SOURCE|TEXT lines)")
-    parser.add_argument("--fresh", type=Path, default=FRESH_PATH, help="second held-out set (split 'fresh')")
-    parser.add_argument("--blind", type=Path, default=BLIND_PATH, help="third held-out set (split 'blind')")
-    parser.add_argument(
-        "--blind2", type=Path, default=BLIND2_PATH, help="fourth held-out set (split 'blind2')"
-    )
+    for split, (path, what) in HELD_OUT_SETS.items():
+        parser.add_argument(f"--{split}", type=Path, default=path, help=f"{what} (split '{split}')")
     parser.add_argument(
         "--notes",
         type=Path,
@@ -235,9 +242,10 @@ def main(argv: Sequence[str] = ()) -> int:
     )
     args = parser.parse_args(list(argv))
     examples = load(args.set)
-    fresh = load(args.fresh) if args.fresh.exists() else []
-    blind = load(args.blind) if args.blind.exists() else []
-    blind2 = load(args.blind2) if args.blind2.exists() else []
+    held: dict[str, list[Example]] = {}
+    for split in HELD_OUT_SETS:
+        file: Path = getattr(args, split)
+        held[split] = load(file) if file.exists() else []
     notes = load(args.notes) if args.notes.exists() else []
     cfg = GuardSettings()
     policy = policy_from(cfg)
@@ -246,14 +254,11 @@ def main(argv: Sequence[str] = ()) -> int:
     load_ms = round((time.perf_counter() - load_started) * 1000, 1)
     systems = {"guard": GuardStage(policy, classifier=classifier), "rules": GuardStage(policy)}
     for name, stage in systems.items():
-        for split in ("all", "dev", "heldout", "fresh", "blind", "blind2", "notes_dev", "notes"):
-            extra = {
-                "fresh": fresh,
-                "blind": blind,
-                "blind2": blind2,
-                "notes_dev": [e for e in notes if e.split == "dev"],
-                "notes": [e for e in notes if e.split == "heldout"],
-            }
+        extra = held | {
+            "notes_dev": [e for e in notes if e.split == "dev"],
+            "notes": [e for e in notes if e.split == "heldout"],
+        }
+        for split in ("all", "dev", "heldout", *HELD_OUT_SETS, "notes_dev", "notes"):
             chosen = extra[split] if split in extra else [e for e in examples if split in ("all", e.split)]
             if not chosen:
                 continue
@@ -267,13 +272,13 @@ def main(argv: Sequence[str] = ()) -> int:
     if args.detect_secrets:
         from bench import guard_detect_secrets  # noqa: PLC0415 (optional package)
 
-        for split, chosen in (("all", examples), ("fresh", fresh), ("blind", blind), ("blind2", blind2)):
+        for split, chosen in (("all", examples), *held.items()):
             for line in guard_detect_secrets.measure(chosen, split):
                 print(json.dumps(line, ensure_ascii=False), flush=True)
     if args.e2e > 0:
         from bench import guard_e2e  # noqa: PLC0415 (starts the embedded stack)
 
-        held_out = [e for e in examples if e.split == "heldout"] + fresh + blind + blind2
+        held_out = [e for e in examples if e.split == "heldout"] + [e for part in held.values() for e in part]
         chosen = guard_e2e.sample(held_out, args.e2e)
         stage = systems["guard"]
         line = asyncio.run(
