@@ -442,6 +442,13 @@ _ADDRESS_CONTEXT_RE: Final = re.compile(
     r"block\w*|vm|nat)(?![A-Za-z])|服务器|地址|端口|主机|网关|内网|外网",
     re.IGNORECASE,
 )
+_RELEASE_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:release\s+notes?|changelog|change\s+log|(?:introduced|fixed|regressed)\s+in|"
+    r"upgrade\s+(?:from|to)|since\s+version)(?![A-Za-z])|更新日志|发布说明|版本说明",
+    re.IGNORECASE,
+)
+"""Release-note words near a dotted quad ("Controller 10.2.0.15 fixes ... introduced in 10.2.0.11"):
+with no address word near, the quad is a version, private range or not."""
 ADDRESS_CONTEXT_CHARS: Final[int] = 40
 """Characters on each side of a dotted quad searched for an address word (ours: about one clause)."""
 
@@ -462,7 +469,8 @@ def _detect_ip(text: str) -> Iterator[_Span]:
             continue
         near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
         named = _NAME_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])
-        if named and not v4.is_private and not _ADDRESS_CONTEXT_RE.search(near):
+        versioned = (named and not v4.is_private) or _RELEASE_CONTEXT_RE.search(near)
+        if versioned and not _ADDRESS_CONTEXT_RE.search(near):
             continue
         if _identifies_host(v4):
             yield "ip", m.start(), m.end()

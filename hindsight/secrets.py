@@ -13,8 +13,11 @@ caller (:mod:`hindsight.pii`) resolves overlaps and applies the action (secrets 
 2. **Keyword in context**: a credential word (password, passcode, passphrase, PIN, secret, token,
    API key, OTP / verification code, CVV; 密码, 口令, 密钥, 秘钥, 令牌, 验证码, 校验码, 动态码, 安全码)
    followed, with or without a separator and with up to a few filler words ("is", "for the router",
-   "是", "为", "改成了"), by a value that looks like a credential (:func:`credential_like`);
-   "logging in as X with Y", "username X password Y", "账号X 密码Y" (Y is the secret).
+   "是", "为", "改成了"), or after a later separator or copula of the clause, or after a question
+   the text answers ("my password? it's X"), by a value that looks like a credential
+   (:func:`credential_like`); session cookies and ids (``sessionid=``, ``PHPSESSID``,
+   ``JSESSIONID``, "session key"); "logging in as X with Y", "username X password Y", "账号X 密码Y"
+   (Y is the secret).
 3. **Entropy with context**: a random-looking run of 20+ characters (Shannon entropy >= 3.5 bits
    per character, letters and digits) within :data:`CONTEXT_WINDOW` characters after a credential
    word ("key", "secret", "credential", "auth", 密钥...) is a secret even in an unknown format.
@@ -208,7 +211,8 @@ _EN_KEY: Final = (
 )
 _ZH_KEY: Final = r"密钥|秘钥|私钥|秘密|AccessKey(?:\s?Secret)?|AppSecret|SecretKey"
 _EN_TOKEN: Final = (
-    r"(?:access|auth|refresh|session|bearer|bot|api|personal\s+access|id|csrf)[\s_\-]?tokens?|tokens?"
+    r"(?:access|auth|refresh|session|bearer|bot|api|personal\s+access|id|csrf)[\s_\-]?tokens?|tokens?|"
+    r"session[\s_\-]?(?:ids?|keys?|cookies?)|phpsessid|jsessionid|asp\.net_sessionid"
 )
 _ZH_TOKEN: Final = r"令牌"
 
@@ -1013,6 +1017,13 @@ _CLAUSE_SEPARATOR_RE: Final = re.compile(
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
 for the portal is X", "门禁卡的密码现在是X"."""
+MAX_COPULAS: Final[int] = 3
+"""Separators or copulas tried, in order, in the clause after a credential word."""
+_ANSWERED_RE: Final = re.compile(
+    r"[^.。!！?？\n]{0,60}?[?？]\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是)\s*"
+)
+"""The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
+密码？是X"."""
 _PIN_VALUE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,40}?(?<![0-9A-Za-z])([0-9]{3,10}(?:[ \-][0-9]{3,4}(?![0-9]))?[#*]?)(?![0-9A-Za-z])"
 )
@@ -1109,17 +1120,24 @@ def _passphrase(text: str, pos: int) -> _Span | None:
 
 def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     """The credential after keyword match ``m``: the next token, else a value after a separator or
-    copula later in the clause ("password for the guests: X"), else a code anywhere in the clause
+    copula later in the clause ("password for the guests: X") or after a question the text answers
+    ("my password? it's X"), else a code anywhere in the clause
     after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
     value = _value_after(text, m.end())
     if value is not None and (found := _accept(text, m, *value)) is not None:
         return found
-    sep = _CLAUSE_SEPARATOR_RE.match(text, m.end())
-    after = _value_after(text, sep.end()) if sep is not None else None  # skips "still", "now"
-    if after is not None:
-        found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
-        if found is not None:
-            return found
+    for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE):
+        start = m.end()
+        for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
+            sep = clause.match(text, start)
+            if sep is None:
+                break
+            after = _value_after(text, sep.end())  # skips "still", "now"
+            if after is not None:
+                found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
+                if found is not None:
+                    return found
+            start = sep.end()
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
     if digits is not None and (found := _accept(text, m, digits.start(1), digits.group(1), ":")) is not None:
         return found
@@ -1361,7 +1379,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     # every alternative of _KEYWORD_RE and _GLUED_RE contains one of these (lower case)
     "keyword": (
         *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
-        *["token", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
+        *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (

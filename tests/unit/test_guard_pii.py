@@ -608,3 +608,43 @@ def test_issuer_ranges() -> None:
     assert not issuer_ok("3782822463100055")
     assert not issuer_ok("3201021990052050")
     assert not issuer_ok("2019334455667788")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a session cookie or id named in a header, a log or prose
+        ("Cookie: theme=dark; PHPSESSID=9vq2mfr0c3lk8tq5e1ab7d6hz4", "9vq2mfr0c3lk8tq5e1ab7d6"),
+        ("set-cookie: session_id=3f9a0c7e5b2d4a6c8e1f0b9d7c5a3e21; HttpOnly", "3f9a0c7e5b2d4a6c8e1f0b9d"),
+        ("my session key for the admin panel is Zp8kQ2wL7nVx", "Zp8kQ2wL7nVx"),
+        # the text asks the question and answers it
+        ("the passcode for the gym lockers? it's Wolf!9871, don't share", "Wolf!9871"),
+        ("银行卡密码？就是 662049 啊", "662049"),
+        # the value after a later copula of the clause
+        ("爸爸那个邮箱的密码，就是他一直用的那个，是 hu@ngshan88。", "hu@ngshan88"),
+    ],
+)
+def test_session_ids_answered_questions_and_later_copulas_block(text: str, secret: str) -> None:
+    result = redact(text)
+    assert result.blocked
+    assert secret not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Session ID: 20261201-0042 (support chat)",
+        "forgot your password? it's easy to reset it from the login page",
+        "the password? it's on the sticky note under the keyboard",
+        "密码就是我的生日，是不是很好记",
+    ],
+)
+def test_session_words_and_questions_without_a_value_pass(text: str) -> None:
+    assert not redact(text).blocked
+
+
+def test_a_dotted_quad_in_release_notes_is_a_version_but_a_host_with_an_address_word_is_not() -> None:
+    assert not types_in("Changelog: Edge Controller 10.4.0.7 restores the fan curve, regressed in 10.4.0.3")
+    assert not types_in("更新日志：控制器 172.16.2.9 版起修复了时区问题")
+    assert types_in("Changelog aside, the build server at 10.4.0.7 is down") == ["ip"]
+    assert types_in("the printer at 192.168.1.40 needs a firmware patch") == ["ip"]
