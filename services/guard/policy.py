@@ -90,7 +90,7 @@ class GuardPolicy(BaseModel):
         8, ge=1, description="Shortest hammered phrase (claim_length: a CJK character counts 2)."
     )
     repeat_phrase_min_share: float = Field(
-        0.5, gt=0.0, le=1.0, description="Share of a message's words a hammered phrase must cover."
+        0.4, gt=0.0, le=1.0, description="Share of a message's words a hammered phrase must cover."
     )
 
     @field_validator("actions", mode="after")

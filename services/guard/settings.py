@@ -34,10 +34,10 @@ class GuardSettings(BaseSettings):
         8,
         ge=1,
         description="Shortest phrase (3+ words or CJK characters; a CJK character counts 2) that, repeated "
-        "repeat_min_count times over half of a message, quarantines (docs/guard.md).",
+        "repeat_min_count times over 40% of a message, quarantines (docs/guard.md).",
     )
     repeat_phrase_min_share: float = Field(
-        0.5, gt=0.0, le=1.0, description="Share of a message's words the repeated phrase must cover."
+        0.4, gt=0.0, le=1.0, description="Share of a message's words the repeated phrase must cover."
     )
     burst_limit: int = Field(
         60,
