@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 from services.guard.data.compose_more import compose_more
 from services.guard.data.compose_notes import compose_notes
+from services.guard.data.compose_tools import compose_tools
 
 # ------------------------------------------------------------------------------ shared slots
 BRANDS = [
@@ -774,10 +775,10 @@ def compose(seed: int = 10, per_kind: int = 400) -> Iterator[tuple[str, str, str
 def main() -> None:
     """Print the composed lines in the labelled format (``KIND|SOURCE|TEXT``)."""
     print(
-        "# Composed by services/guard/data/compose.py (seed 10), compose_more.py (seed 11) and "
-        "compose_notes.py (seed 12); regenerate, do not edit by hand."
+        "# Composed by services/guard/data/compose.py (seed 10), compose_more.py (seed 11), "
+        "compose_notes.py (seed 12) and compose_tools.py (seed 13); regenerate, do not edit by hand."
     )
-    for kind, source, text in (*compose(), *compose_more(), *compose_notes()):
+    for kind, source, text in (*compose(), *compose_more(), *compose_notes(), *compose_tools()):
         print(f"{kind}|{source}|{text}")
 
 
