@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n)\s*[\"'(]?$")
@@ -242,7 +243,7 @@ def intent(text: str) -> str:
     for label, pattern in _INTENT_RULES:
         if pattern.search(text):
             return label
-    cjk = _cjk_count(text)
+    cjk = cjk_count(text)
     words = _word_count(text, cjk)
     if _SPECIFIC.search(text) and words >= SPECIFIC_MIN_WORDS:
         return "fact"
@@ -315,13 +316,26 @@ class TextFeatures:
     words: int
 
 
-def _cjk_count(text: str) -> int:
-    return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+_CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LETTER_RE: Final = re.compile(r"[^\W\d_]")
+CJK_TEXT: Final = 0.5
+"""Share of CJK characters among the letters above which a text is Chinese (:func:`cjk_share`)."""
+
+
+def cjk_count(text: str) -> int:
+    """CJK ideographs in ``text`` (unified, extension A and compatibility blocks). Pure."""
+    return len(_CJK_RE.findall(text))
+
+
+def cjk_share(text: str) -> float:
+    """CJK characters over all letters of ``text`` (0.0 for a text without letters), 0..1. Pure."""
+    letters = len(_LETTER_RE.findall(text))
+    return cjk_count(text) / letters if letters else 0.0
 
 
 def _word_count(text: str, cjk: int | None = None) -> int:
     """Latin words plus CJK characters / 2 (``cjk``: the CJK count when the caller has it)."""
-    return len(_WORD.findall(text)) + (_cjk_count(text) if cjk is None else cjk) // 2
+    return len(_WORD.findall(text)) + (cjk_count(text) if cjk is None else cjk) // 2
 
 
 def features(text: str) -> TextFeatures:

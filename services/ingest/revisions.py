@@ -50,7 +50,7 @@ from hindsight.consistency import safety_category
 from hindsight.ids import extracted_fact_id
 from hindsight.inference.judge import Fact, JudgePair, Statement, Verdict
 from hindsight.records import DONE, RECONCILE_STATE
-from hindsight.text import features
+from hindsight.text import CJK_TEXT, cjk_share, features
 from schemas import Memory, Provenance
 
 DURABLE_INTENTS = frozenset(("preference", "fact", "plan", "event"))
@@ -331,18 +331,6 @@ def apply_verdicts(
         merged = merged or (applied and relation == "same")
         decisions.append(Decision(cand.id, relation, verdict.confidence, verdict.backend, reason, applied))
     return decisions
-
-
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LETTER = re.compile(r"[^\W\d_]")
-CJK_TEXT = 0.5
-"""Share of CJK characters among the letters above which a text is Chinese (:func:`cjk_share`)."""
-
-
-def cjk_share(text: str) -> float:
-    """CJK characters over all letters of ``text`` (0.0 for a text without letters), 0..1. Pure."""
-    letters = len(_LETTER.findall(text))
-    return len(_CJK.findall(text)) / letters if letters else 0.0
 
 
 def own_words(payload: dict[str, Any]) -> Fact:

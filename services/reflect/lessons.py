@@ -17,13 +17,12 @@ stated again is merged into the first by reconcile and its confidence rises
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from hindsight.ids import lesson_memory_id
-from hindsight.text import features
+from hindsight.text import cjk_count, features
 from schemas import Memory, Provenance, SessionClosedEvent
 
 FEEDBACK_TRUST = 0.6
@@ -31,7 +30,6 @@ FEEDBACK_TRUST = 0.6
 OUTCOME_TRUST = 0.4
 """An outcome without feedback is the agent's own report (DESIGN.md section 4: generated content)."""
 MAX_LESSONS = 2
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _OUTCOME_ZH = {"success": "成功", "failure": "失败", "abandoned": "放弃", "unknown": "未知"}
 
 
@@ -72,7 +70,7 @@ def _with_context(text: str, close: SessionClosedEvent) -> str:
     if not close.task:
         return text
     task = " ".join(close.task.split())
-    if _CJK.search(text):
+    if cjk_count(text):
         outcome = _OUTCOME_ZH[close.outcome]
         return f"{text}（来自任务“{task}”，结果：{outcome}）"
     return f'{text} (learned from the task "{task}", outcome: {close.outcome})'
