@@ -14,8 +14,9 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    put into a version chain, refinement or conflict (the facts of the older and the newer
    statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
    words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
-   replaced them instead of staying current beside a superseded turn); ``off`` reconciles turns
-   only;
+   replaced them instead of staying current beside a superseded turn; when that pairs it with the
+   other turn's one fact, the pair takes the turns' verdict, :func:`.revisions.inherited_verdicts`);
+   ``off`` reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -59,14 +60,17 @@ from hindsight.scoring import reinforced_confidence
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from schemas import MemoryStoredEvent, Topic, partition_key
 from services.ingest.revisions import (
-    IDENTICAL_BACKEND,
+    FREE_BACKENDS,
     RECONCILED_KINDS,
     Candidate,
+    PairKey,
     Thresholds,
+    TurnFacts,
     apply_verdicts,
     durable,
     fact_memory,
     free_verdict,
+    inherited_verdicts,
     judge_pair,
     own_words,
     select_candidates,
@@ -255,7 +259,7 @@ class ReconcileStage:
 
     async def _facts_of(
         self, turn_ids: Sequence[str], known: dict[str, list[Fact]], *, fallback: bool = False
-    ) -> list[str]:
+    ) -> TurnFacts:
         """The fact memory ids of each turn, extracting (one call for those without) and storing
         them first where needed; turns in the order given.
 
@@ -272,25 +276,33 @@ class ReconcileStage:
         stored = {t: ids_of(p.get("derived_ids")) for t, p in payloads.items() if p.get("facts_extracted")}
         fresh = {t: known.get(t) or found.get(t) or [] for t in payloads if t not in stored}
         any_facts = any(stored.values()) or any(fresh.values())
-        fact_ids: list[str] = []
+        by_turn: dict[str, list[str]] = {}
+        own: set[str] = set()
         for turn_id in turn_ids:
             if turn_id in stored:
-                fact_ids += stored[turn_id]
+                by_turn[turn_id] = list(stored[turn_id])
             elif turn_id in fresh:
                 facts = fresh[turn_id]
                 payload = payloads[turn_id]
                 if not facts and fallback and any_facts and payload.get("status", "active") == "active":
                     facts = [own_words(payload)]
+                    own.add(turn_id)
                     FALLBACK_FACTS.inc()
-                fact_ids += await self._store_facts(payload, facts)
-        return fact_ids
+                by_turn[turn_id] = await self._store_facts(payload, facts)
+        return TurnFacts(by_turn, frozenset(own))
 
     async def _reconcile_facts(
-        self, fact_ids: Sequence[str], out: EventPublisher, *, chained: bool = False
+        self,
+        fact_ids: Sequence[str],
+        out: EventPublisher,
+        *,
+        chained: bool = False,
+        given: dict[PairKey, Verdict] | None = None,
     ) -> bool:
         """Reconcile each fact (in order), then announce them; whether the judge was asked.
         ``chained``: the facts come from turns the judge put into one chain, so each fact also pairs
-        with the other turns' facts whatever their cosine (:func:`.revisions.select_candidates`)."""
+        with the other turns' facts whatever their cosine (:func:`.revisions.select_candidates`);
+        ``given``: verdicts of fact pairs known already (:func:`.revisions.inherited_verdicts`)."""
         judged = False
         if not fact_ids:
             return judged
@@ -304,7 +316,7 @@ class ReconcileStage:
                     if chained
                     else frozenset()
                 )
-                outcome, _ = await self._reconcile(fact_id, vectors[fact_id], forced=forced)
+                outcome, _ = await self._reconcile(fact_id, vectors[fact_id], forced=forced, given=given)
                 judged = bool(outcome) or judged
         await self._announce(fact_ids, out)
         return judged
@@ -317,7 +329,9 @@ class ReconcileStage:
             await self._announce(ids_of(payload.get("derived_ids")), out)
             return None
         if self._extracts_all(payload):
-            fact_ids = await self._facts_of([record.id], {record.id: facts} if facts is not None else {})
+            fact_ids = (
+                await self._facts_of([record.id], {record.id: facts} if facts is not None else {})
+            ).ids()
             judged = await self._reconcile_facts(fact_ids, out)
             if fact_ids:
                 await self._finish(record.id, None)
@@ -328,8 +342,10 @@ class ReconcileStage:
             if involved:
                 turns = await asyncio.to_thread(self._load, [*involved, record.id])
                 ordered = sorted(turns, key=lambda t: event_key(turns[t], t))
-                fact_ids = await self._facts_of(ordered, {}, fallback=True)
-                outcome = await self._reconcile_facts(fact_ids, out, chained=True) or bool(outcome)
+                turn_facts = await self._facts_of(ordered, {}, fallback=True)
+                given = inherited_verdicts(record.id, decisions, turn_facts)
+                chained = await self._reconcile_facts(turn_facts.ids(), out, chained=True, given=given)
+                outcome = chained or bool(outcome)
         await self._finish(record.id, None)
         return outcome
 
@@ -355,12 +371,14 @@ class ReconcileStage:
         *,
         finish: bool = True,
         forced: frozenset[str] = frozenset(),
+        given: dict[PairKey, Verdict] | None = None,
     ) -> tuple[bool | None, list[dict[str, Any]]]:
         """Candidates, judge, write-ahead plan, apply (module doc) for one memory, then mark it done
         (unless ``finish`` is false: the caller does, after the turn's facts); ``forced`` ids are
-        candidates whatever their cosine (:func:`.revisions.select_candidates`). Returns whether the
-        judge was asked (``None``: reconciled before, or gone) and the decisions applied (as stored
-        in ``reconcile_decisions``)."""
+        candidates whatever their cosine (:func:`.revisions.select_candidates`); ``given`` verdicts
+        (by pair) are used instead of asking the judge. Returns whether the judge was asked
+        (``None``: reconciled before, or gone) and the decisions applied (as stored in
+        ``reconcile_decisions``)."""
         payload = (await asyncio.to_thread(self._load, [memory_id])).get(memory_id)
         if payload is None:
             return None, []
@@ -380,7 +398,7 @@ class ReconcileStage:
                 await self._finish(memory_id, [])
             return False, []
         candidates = await asyncio.to_thread(self._candidates, memory_id, payload, vector, forced)
-        verdicts = await self._verdicts(memory_id, payload, candidates)
+        verdicts = await self._verdicts(memory_id, payload, candidates, given or {})
         editor = ChainEditor(self._load)
         editor.preload({memory_id: payload, **{c.id: c.payload for c in candidates}})
         decisions = await asyncio.to_thread(
@@ -407,7 +425,7 @@ class ReconcileStage:
             await self._finish(memory_id, record)
         elif not changes:
             await asyncio.to_thread(self._store.set_payload, [memory_id], {RECONCILE_DECISIONS: record})
-        return any(d.backend != IDENTICAL_BACKEND for d in decisions), (record if changes else [])
+        return any(d.backend not in FREE_BACKENDS for d in decisions), (record if changes else [])
 
     def _candidates(
         self, memory_id: str, payload: dict[str, Any], vector: np.ndarray, forced: frozenset[str]
@@ -428,10 +446,17 @@ class ReconcileStage:
         return select_candidates(memory_id, payload, found, self._thresholds, forced)
 
     async def _verdicts(
-        self, memory_id: str, payload: dict[str, Any], candidates: Sequence[Candidate]
+        self,
+        memory_id: str,
+        payload: dict[str, Any],
+        candidates: Sequence[Candidate],
+        given: dict[PairKey, Verdict],
     ) -> list[Verdict]:
-        """One verdict per candidate: identical text is free, the rest in one judge call."""
-        free = [free_verdict(payload, c.payload) for c in candidates]
+        """One verdict per candidate: given ones and identical text are free, the rest in one judge
+        call."""
+        free = [
+            given.get(frozenset((memory_id, c.id))) or free_verdict(payload, c.payload) for c in candidates
+        ]
         asked = [c for c, f in zip(candidates, free, strict=True) if f is None]
         FREE_VERDICTS.inc(len(candidates) - len(asked))
         answers: list[Verdict] = []

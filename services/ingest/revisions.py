@@ -191,6 +191,54 @@ def free_verdict(payload: dict[str, Any], other: dict[str, Any]) -> Verdict | No
     return Verdict("same", 1.0, "identical text", IDENTICAL_BACKEND)
 
 
+INHERITED_BACKEND = "turn-verdict"
+"""Backend of a fact pair's verdict taken from its turns' (:func:`inherited_verdicts`): no judge call."""
+FREE_BACKENDS = frozenset((IDENTICAL_BACKEND, INHERITED_BACKEND))
+"""Backends that decide without asking the judge."""
+
+PairKey = frozenset[str]
+"""Two memory ids, unordered: the key of a verdict given in advance."""
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """The fact ids of each turn of a chain (turns in event order), and the turns whose one fact is
+    their own words (:func:`own_words`)."""
+
+    by_turn: dict[str, list[str]]
+    own_words: frozenset[str]
+
+    def ids(self) -> list[str]:
+        """Every fact id, turn by turn."""
+        return [f for facts in self.by_turn.values() for f in facts]
+
+
+def inherited_verdicts(
+    turn_id: str, decisions: Sequence[dict[str, Any]], facts: TurnFacts
+) -> dict[PairKey, Verdict]:
+    """Fact pairs that take their turns' verdict instead of a judge call: for two chained turns where
+    one's only fact is its own words and the other has exactly one fact, that fact pair is the turn
+    pair again (the same sentence against a restatement of the other turn's one statement), so the
+    judge's turn-level answer holds. Asking again let a 1.5B judge merge "Sorry, it's my right wrist,
+    not the left." into "The user broke their left wrist skiing." right after it had called the turns
+    an update (bench updates). ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
+    out: dict[PairKey, Verdict] = {}
+    for d in decisions:
+        other = str(d["with"])
+        if not d.get("applied") or d.get("relation") not in ("update", "refinement", "unsure"):
+            continue
+        mine, theirs = facts.by_turn.get(turn_id, []), facts.by_turn.get(other, [])
+        if len(mine) != 1 or len(theirs) != 1:
+            continue
+        if turn_id not in facts.own_words and other not in facts.own_words:
+            continue
+        reason = f"the turns' verdict ({d.get('backend')}): one side is its turn's own words"
+        out[frozenset((mine[0], theirs[0]))] = Verdict(
+            d["relation"], float(d.get("confidence", 0.0)), reason, INHERITED_BACKEND
+        )
+    return out
+
+
 @dataclass(frozen=True)
 class Decision:
     """One applied verdict, kept in the memory's ``reconcile_decisions`` for audit."""

@@ -234,6 +234,13 @@ async def test_a_newer_turn_without_facts_still_supersedes_the_older_turns_fact(
     assert new_fact["provenance"]["memory_ids"] == [new.id]
     assert (old_fact["status"], old_fact["superseded_by"]) == ("superseded", new_fact["id"])
     assert FALLBACK_FACTS._value.get() == fallbacks + 1
+    # the pair took the turns' verdict: the judge was not asked again
+    [decision] = new_fact["reconcile_decisions"]
+    assert (decision["with"], decision["relation"], decision["backend"]) == (
+        old_fact["id"],
+        "update",
+        "turn-verdict",
+    )
 
 
 async def test_a_superseded_turn_without_facts_gets_no_fact_of_its_own_words(

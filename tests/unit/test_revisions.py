@@ -13,11 +13,14 @@ from hindsight.inference.judge import Fact, Verdict
 from hindsight.records import DONE, PENDING, RECONCILE_STATE, to_payload
 from schemas import Memory, Provenance
 from services.ingest.revisions import (
+    INHERITED_BACKEND,
     Candidate,
     Thresholds,
+    TurnFacts,
     apply_verdicts,
     fact_memory,
     free_verdict,
+    inherited_verdicts,
     judge_pair,
     select_candidates,
 )
@@ -360,3 +363,42 @@ def test_a_fact_in_another_language_than_its_chinese_turn_keeps_the_turns_words(
 ) -> None:
     fact = Fact(entity="user", attribute="employer", value="x", statement=statement, category="job")
     assert fact_memory(_turn(turn), fact, 0, stored_at=T0, model="m").content == expected
+
+
+def _decision(other: str, relation: str, *, applied: bool = True) -> dict[str, Any]:
+    return {"with": other, "relation": relation, "confidence": 0.9, "backend": "llm", "applied": applied}
+
+
+def test_a_fact_pair_takes_the_turns_verdict_when_one_side_is_the_turns_own_words() -> None:
+    facts = TurnFacts({"t-old": ["f-old"], "t-new": ["f-new"]}, own_words=frozenset({"t-new"}))
+    given = inherited_verdicts("t-new", [_decision("t-old", "update")], facts)
+    verdict = given[frozenset(("f-old", "f-new"))]
+    assert (verdict.relation, verdict.confidence, verdict.backend) == ("update", 0.9, INHERITED_BACKEND)
+    unsure = inherited_verdicts("t-new", [_decision("t-old", "unsure")], facts)
+    assert unsure[frozenset(("f-old", "f-new"))].relation == "unsure"  # a conflict stays a conflict
+
+
+@pytest.mark.parametrize(
+    ("by_turn", "own", "decision"),
+    [
+        (
+            {"t-old": ["f-old"], "t-new": ["f-new"]},
+            frozenset(),
+            _decision("t-old", "update"),
+        ),  # both extracted
+        ({"t-old": ["f1", "f2"], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "update")),
+        ({"t-old": [], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "update")),
+        ({"t-old": ["f-old"], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "same")),
+        (
+            {"t-old": ["f-old"], "t-new": ["f-new"]},
+            frozenset({"t-new"}),
+            _decision("t-old", "update", applied=False),
+        ),
+    ],
+)
+def test_every_other_fact_pair_goes_to_the_judge(
+    by_turn: dict[str, list[str]], own: frozenset[str], decision: dict[str, Any]
+) -> None:
+    """Two extracted facts may say something the turns did not; an older turn with two facts needs the
+    judge to tell which one changed; a merge or an unapplied verdict chains nothing."""
+    assert inherited_verdicts("t-new", [decision], TurnFacts(by_turn, own)) == {}
