@@ -14,9 +14,9 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    put into a version chain, refinement or conflict (the facts of the older and the newer
    statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
    words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
-   replaced them instead of staying current beside a superseded turn; when that pairs it with the
-   other turn's one fact, the pair takes the turns' verdict, :func:`.revisions.inherited_verdicts`);
-   ``off`` reconciles turns only;
+   replaced them instead of staying current beside a superseded turn; two turns with one fact
+   each give their fact pair the turns' verdict, :func:`.revisions.inherited_verdicts`); ``off``
+   reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -277,7 +277,6 @@ class ReconcileStage:
         fresh = {t: known.get(t) or found.get(t) or [] for t in payloads if t not in stored}
         any_facts = any(stored.values()) or any(fresh.values())
         by_turn: dict[str, list[str]] = {}
-        own: set[str] = set()
         for turn_id in turn_ids:
             if turn_id in stored:
                 by_turn[turn_id] = list(stored[turn_id])
@@ -286,10 +285,9 @@ class ReconcileStage:
                 payload = payloads[turn_id]
                 if not facts and fallback and any_facts and payload.get("status", "active") == "active":
                     facts = [own_words(payload)]
-                    own.add(turn_id)
                     FALLBACK_FACTS.inc()
                 by_turn[turn_id] = await self._store_facts(payload, facts)
-        return TurnFacts(by_turn, frozenset(own))
+        return TurnFacts(by_turn)
 
     async def _reconcile_facts(
         self,

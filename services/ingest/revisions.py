@@ -202,11 +202,9 @@ PairKey = frozenset[str]
 
 @dataclass(frozen=True)
 class TurnFacts:
-    """The fact ids of each turn of a chain (turns in event order), and the turns whose one fact is
-    their own words (:func:`own_words`)."""
+    """The fact ids of each turn of a chain (turns in event order)."""
 
     by_turn: dict[str, list[str]]
-    own_words: frozenset[str]
 
     def ids(self) -> list[str]:
         """Every fact id, turn by turn."""
@@ -216,12 +214,14 @@ class TurnFacts:
 def inherited_verdicts(
     turn_id: str, decisions: Sequence[dict[str, Any]], facts: TurnFacts
 ) -> dict[PairKey, Verdict]:
-    """Fact pairs that take their turns' verdict instead of a judge call: for two chained turns where
-    one's only fact is its own words and the other has exactly one fact, that fact pair is the turn
-    pair again (the same sentence against a restatement of the other turn's one statement), so the
-    judge's turn-level answer holds. Asking again let a 1.5B judge merge "Sorry, it's my right wrist,
-    not the left." into "The user broke their left wrist skiing." right after it had called the turns
-    an update (bench updates). ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
+    """Fact pairs that take their turns' verdict instead of a judge call: two chained turns with one
+    fact each. A turn's one fact restates the turn (often lossily: "Sorry, it's my right wrist that's
+    broken, not the left." became "The user's wrist is broken."), and the judge saw the whole turns.
+    Asked again on the facts, the 1.5B judge merged that fact into "The user broke their left wrist
+    skiing." and called "我用的是华为 P40。" / "昨天换了小米 14。" unsure (0.65) as facts right after
+    calling the same two sentences an update (0.80) as turns (bench updates, stores inspected). A turn
+    with several facts still has each pair judged: only the judge can tell which one changed.
+    ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
     out: dict[PairKey, Verdict] = {}
     for d in decisions:
         other = str(d["with"])
@@ -230,9 +230,7 @@ def inherited_verdicts(
         mine, theirs = facts.by_turn.get(turn_id, []), facts.by_turn.get(other, [])
         if len(mine) != 1 or len(theirs) != 1:
             continue
-        if turn_id not in facts.own_words and other not in facts.own_words:
-            continue
-        reason = f"the turns' verdict ({d.get('backend')}): one side is its turn's own words"
+        reason = f"the turns' verdict ({d.get('backend')}): each turn has this one fact"
         out[frozenset((mine[0], theirs[0]))] = Verdict(
             d["relation"], float(d.get("confidence", 0.0)), reason, INHERITED_BACKEND
         )

@@ -369,8 +369,8 @@ def _decision(other: str, relation: str, *, applied: bool = True) -> dict[str, A
     return {"with": other, "relation": relation, "confidence": 0.9, "backend": "llm", "applied": applied}
 
 
-def test_a_fact_pair_takes_the_turns_verdict_when_one_side_is_the_turns_own_words() -> None:
-    facts = TurnFacts({"t-old": ["f-old"], "t-new": ["f-new"]}, own_words=frozenset({"t-new"}))
+def test_a_fact_pair_takes_the_turns_verdict_when_each_turn_has_one_fact() -> None:
+    facts = TurnFacts({"t-old": ["f-old"], "t-new": ["f-new"]})
     given = inherited_verdicts("t-new", [_decision("t-old", "update")], facts)
     verdict = given[frozenset(("f-old", "f-new"))]
     assert (verdict.relation, verdict.confidence, verdict.backend) == ("update", 0.9, INHERITED_BACKEND)
@@ -379,26 +379,19 @@ def test_a_fact_pair_takes_the_turns_verdict_when_one_side_is_the_turns_own_word
 
 
 @pytest.mark.parametrize(
-    ("by_turn", "own", "decision"),
+    ("by_turn", "decision"),
     [
-        (
-            {"t-old": ["f-old"], "t-new": ["f-new"]},
-            frozenset(),
-            _decision("t-old", "update"),
-        ),  # both extracted
-        ({"t-old": ["f1", "f2"], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "update")),
-        ({"t-old": [], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "update")),
-        ({"t-old": ["f-old"], "t-new": ["f-new"]}, frozenset({"t-new"}), _decision("t-old", "same")),
-        (
-            {"t-old": ["f-old"], "t-new": ["f-new"]},
-            frozenset({"t-new"}),
-            _decision("t-old", "update", applied=False),
-        ),
+        ({"t-old": ["f1", "f2"], "t-new": ["f-new"]}, _decision("t-old", "update")),
+        ({"t-old": [], "t-new": ["f-new"]}, _decision("t-old", "update")),
+        ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "same")),
+        ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "update", applied=False)),
+        ({"t-other": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "update")),
     ],
 )
 def test_every_other_fact_pair_goes_to_the_judge(
-    by_turn: dict[str, list[str]], own: frozenset[str], decision: dict[str, Any]
+    by_turn: dict[str, list[str]], decision: dict[str, Any]
 ) -> None:
-    """Two extracted facts may say something the turns did not; an older turn with two facts needs the
-    judge to tell which one changed; a merge or an unapplied verdict chains nothing."""
-    assert inherited_verdicts("t-new", [decision], TurnFacts(by_turn, own)) == {}
+    """An older turn with two facts needs the judge to tell which one changed; a turn without a fact
+    pairs nothing; a merge or an unapplied verdict chains nothing; facts of a turn not in the decision
+    are not its pair."""
+    assert inherited_verdicts("t-new", [decision], TurnFacts(by_turn)) == {}
