@@ -104,7 +104,8 @@ JUDGE_SECONDS = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 FREE_VERDICTS = Counter(
-    "hindsight_reconcile_free_verdicts_total", "Pairs decided without the judge (identical text)"
+    "hindsight_reconcile_free_verdicts_total",
+    "Pairs decided without the judge (identical text, or the turns' verdict)",
 )
 VERDICTS = Counter("hindsight_reconcile_verdicts_total", "Verdicts applied, by relation", ["relation"])
 EXTRACT_STATEMENTS = Counter(
