@@ -381,8 +381,8 @@ def apply_verdicts(
 
 def own_words(payload: dict[str, Any]) -> Fact:
     """A turn's own words as its one fact: what a turn of a version chain becomes when the
-    extractor finds no fact in it (the small CPU model misses some: "昨天换了小米 14。", "Sorry,
-    it's my right wrist, not the left."). Without it, the older turn's facts would stay active
+    extractor finds no fact in it (the small CPU model misses some: "我现在开始吃鱼了。" after
+    "我吃素，不吃肉也不吃鱼。", bench updates). Without it, the older turn's facts would stay active
     beside the turn the judge already marked superseded, and recall, which prefers facts, would
     answer with the old value. No entity or attribute: the judge reads the sentence."""
     return Fact(entity="", attribute="", value="", statement=str(payload.get("content", "")))

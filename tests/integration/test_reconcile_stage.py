@@ -192,7 +192,7 @@ async def test_memories_of_another_user_scope_or_kind_are_never_paired(
 class ScriptedExtractor:
     """A fact extractor that answers from a script (text -> facts): the only fake here. It plays
     the small CPU model when it finds no fact in a turn, which the real one does for some turns
-    ("昨天换了小米 14。", bench updates); what the stage then does is the logic under test."""
+    ("我现在开始吃鱼了。", bench updates); what the stage then does is the logic under test."""
 
     name = "scripted"
 
