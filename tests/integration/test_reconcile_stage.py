@@ -215,14 +215,23 @@ NEW_ALLERGY = "The doctor says I'm not allergic to penicillin after all."
 ALLERGY_FACT = Fact("user", "allergy", "penicillin", "The user is allergic to penicillin.", "health")
 
 
+def allergy_chain(
+    store: EdgeVectorStore, e5: LocalE5Embedder, script: dict[str, list[Fact]]
+) -> tuple[Memory, Memory, ReconcileStage, ScriptedExtractor]:
+    """The allergy, then its correction 30 days later, stored; a revisions-mode stage whose extractor
+    answers from ``script``."""
+    old, p_old = turn("old", OLD_ALLERGY, day=0)
+    new, p_new = turn("new", NEW_ALLERGY, day=30)
+    put(store, e5, (old, p_old), (new, p_new))
+    extractor = ScriptedExtractor(script)
+    rc = ReconcileStage(store, e5, CorrectionJudge(), extractor, LIMITS, facts="revisions")
+    return old, new, rc, extractor
+
+
 async def test_a_newer_turn_without_facts_still_supersedes_the_older_turns_fact(
     store: EdgeVectorStore, local_e5: LocalE5Embedder
 ) -> None:
-    old, p_old = turn("old", OLD_ALLERGY, day=0)
-    new, p_new = turn("new", NEW_ALLERGY, day=30)
-    put(store, local_e5, (old, p_old), (new, p_new))
-    extractor = ScriptedExtractor({OLD_ALLERGY: [ALLERGY_FACT], NEW_ALLERGY: []})
-    rc = ReconcileStage(store, local_e5, CorrectionJudge(), extractor, LIMITS, facts="revisions")
+    old, new, rc, extractor = allergy_chain(store, local_e5, {OLD_ALLERGY: [ALLERGY_FACT], NEW_ALLERGY: []})
     fallbacks = FALLBACK_FACTS._value.get()
     await deliver(rc, old)
     await deliver(rc, new)
@@ -246,12 +255,8 @@ async def test_a_newer_turn_without_facts_still_supersedes_the_older_turns_fact(
 async def test_a_superseded_turn_without_facts_gets_no_fact_of_its_own_words(
     store: EdgeVectorStore, local_e5: LocalE5Embedder
 ) -> None:
-    old, p_old = turn("old", OLD_ALLERGY, day=0)
-    new, p_new = turn("new", NEW_ALLERGY, day=30)
-    put(store, local_e5, (old, p_old), (new, p_new))
     corrected = Fact("user", "allergy", "none", "The user is not allergic to penicillin.", "health")
-    extractor = ScriptedExtractor({OLD_ALLERGY: [], NEW_ALLERGY: [corrected]})
-    rc = ReconcileStage(store, local_e5, CorrectionJudge(), extractor, LIMITS, facts="revisions")
+    old, new, rc, _ = allergy_chain(store, local_e5, {OLD_ALLERGY: [], NEW_ALLERGY: [corrected]})
     await deliver(rc, old, new)
 
     assert payload_of(store, old)["status"] == "superseded"
