@@ -2,12 +2,14 @@
 
 Sets (written for this project, English and Chinese, never used as few-shot examples):
 
-- ``bench/data/judge_pairs.jsonl``: 343 (older, newer) pairs labelled ``update`` (knowledge
-  updates of jobs, cities, numbers, dates, names, versions, relationships, diets, budgets;
-  cancellations; corrected health facts), ``unrelated`` (look-alikes that must not supersede: two
-  colleagues' birthdays, home vs office address, two children's schools, ...; and plainly unrelated
-  pairs), ``refinement`` and ``same`` (paraphrases). A third of every (language, category) group is
-  the held-out ``test`` split: thresholds are chosen on ``dev`` only.
+- ``bench/data/judge_pairs.jsonl``: 403 (older, newer) pairs labelled ``update`` (knowledge
+  updates of jobs, cities, numbers, dates, names, versions, relationships, diets, budgets,
+  preferences; cancellations; corrected health facts), ``unrelated`` (look-alikes that must not
+  supersede: two colleagues' birthdays, home vs office address, two children's schools, another
+  person's or another context's preference, ...; and plainly unrelated pairs), ``refinement`` and
+  ``same`` (paraphrases). Every category ending in ``lookalike`` counts as a look-alike. A third
+  of every (language, category) group is the held-out ``test`` split: thresholds are chosen on
+  ``dev`` only.
 - ``bench/data/fact_turns.jsonl``: 90 turns with their expected (entity, attribute, value) facts,
   a third of them filler that must yield none.
 
@@ -78,6 +80,16 @@ def load_pairs(path: Path = PAIRS, split: str = "all") -> list[LabelledPair]:
     return [r for r in rows if split in ("all", r.split)]
 
 
+def select(rows: list[LabelledPair], categories: Sequence[str]) -> list[LabelledPair]:
+    """The rows in ``categories`` (every row when empty)."""
+    return [r for r in rows if not categories or r.category in categories]
+
+
+def categories(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ``--categories`` option as a tuple (empty: every category)."""
+    return tuple(c for c in args.categories.split(",") if c)
+
+
 def pair_metrics(rows: Sequence[LabelledPair], predicted: Sequence[str]) -> dict[str, Any]:
     """Quality of ``predicted`` relations against the labels.
 
@@ -94,7 +106,7 @@ def pair_metrics(rows: Sequence[LabelledPair], predicted: Sequence[str]) -> dict
         truly = [p for r, p in zip(rows, predicted, strict=True) if r.label == relation]
         out[f"precision_{relation}"] = sum(r.label == relation for r in said) / len(said) if said else None
         out[f"recall_{relation}"] = sum(p == relation for p in truly) / len(truly) if truly else None
-    look = [p for r, p in zip(rows, predicted, strict=True) if r.category == "lookalike"]
+    look = [p for r, p in zip(rows, predicted, strict=True) if r.category.endswith("lookalike")]
     non = [p for r, p in zip(rows, predicted, strict=True) if r.label != "update"]
     out["lookalike_n"] = len(look)
     out["lookalike_false_update"] = sum(p == "update" for p in look) / len(look) if look else None
@@ -318,10 +330,10 @@ def summary_lines(
     return lines
 
 
-def calibrate(dump: Path, split: str) -> list[dict[str, Any]]:
+def calibrate(dump: Path, split: str, categories: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Offline sweep of ``update_threshold`` and ``cue_update_threshold`` (``min_confidence`` 0.4)
-    over a ``--dump`` file: one line per pair of thresholds."""
-    rows = {r.id: r for r in load_pairs(split=split)}
+    over a ``--dump`` file (only ``categories`` when given): one line per pair of thresholds."""
+    rows = {r.id: r for r in select(load_pairs(split=split), categories)}
     records = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines() if line]
     records = [r for r in records if r["id"] in rows and r.get("probs")]
     chosen = [rows[r["id"]] for r in records]
@@ -403,6 +415,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("local", "llm", "nli", "rules"), default="local")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
     parser.add_argument("--limit", type=int, default=0, help="First N pairs only (0 = all).")
+    parser.add_argument(
+        "--categories", default="", help="Only these categories, comma-separated (default: every one)."
+    )
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of the local model.")
     parser.add_argument("--update-threshold", type=float, default=None, help="Override the setting.")
     parser.add_argument("--cue-update-threshold", type=float, default=None, help="Override the setting.")
@@ -424,11 +439,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``hindsight bench judge``; returns the exit code."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.calibrate is not None:
-        for line in calibrate(args.calibrate, args.split):
+        for line in calibrate(args.calibrate, args.split, categories(args)):
             print_line(line)
         return 0
     if not args.facts_only:
-        rows = load_pairs(split=args.split)[: args.limit or None]
+        rows = select(load_pairs(split=args.split), categories(args))[: args.limit or None]
         records = run_pairs(args, rows)
         if args.dump:
             args.dump.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 JUDGE_SYSTEM: Final = """You maintain a user's long-term memory. You get two statements, OLDER and NEWER (by time). Say what NEWER is to OLDER:
-- "update": both are about the SAME attribute of the SAME person or thing, and NEWER makes OLDER no longer true: a new value (job, city, number, date, name, version, plan), a cancellation, a retraction or a correction.
+- "update": both are about the SAME attribute of the SAME person or thing, and NEWER makes OLDER no longer true: a new value (job, city, number, date, name, version, plan, preference, habit), a cancellation, a retraction or a correction.
 - "refinement": same topic, and NEWER adds detail or a further fact while OLDER stays true.
 - "same": NEWER repeats OLDER (a paraphrase, a translation, a confirmation).
 - "unrelated": different people, different things or different attributes, even if worded alike (one colleague's birthday vs another's, home address vs office address, one child's school vs another child's).
@@ -32,10 +32,12 @@ JUDGE_EXAMPLES: Final[tuple[tuple[str, str, str], ...]] = (
     ("我女儿在读小学三年级。", "我儿子今年上初一了。", "unrelated"),
     ("We're going to Lisbon in June.", "The Lisbon trip is off, we cancelled it.", "update"),
     ("I play tennis.", "I play tennis every Sunday morning with my brother.", "refinement"),
+    ("I like my steak well done.", "I order my steak medium-rare these days.", "update"),
     ("我的车牌号是沪A12345。", "我办公室的座机号是021-5555。", "unrelated"),
     ("我每天喝两杯咖啡。", "医生让我戒咖啡，我现在改喝茶了。", "update"),
     ("Jonas's birthday is on 3 March.", "Priya's birthday is on 14 March.", "unrelated"),
     ("我住在杭州。", "我住在杭州西湖区，离公司很近。", "refinement"),
+    ("周末我喜欢宅在家里看书。", "周末我更喜欢出去骑车。", "update"),
     ("My landlord is Mr. Weber.", "Mr. Weber is still our landlord.", "same"),
 )
 """(older, newer, relation) few-shot pairs: one per relation kind and both languages."""

@@ -15,6 +15,7 @@ from bench.judge import (
     fact_metrics,
     load_pairs,
     pair_metrics,
+    select,
     value_match,
 )
 from hindsight.inference.judge import Fact
@@ -71,6 +72,26 @@ def test_pair_metrics_count_false_updates_on_lookalikes() -> None:
     assert m["unsure_rate"] == 0.25
     assert m["accuracy"] == 0.5
     assert m["precision_same"] is None
+
+
+def test_every_lookalike_category_counts_and_select_keeps_the_named_categories() -> None:
+    rows = [
+        row("unrelated", "lookalike", 1),
+        row("unrelated", "preference-lookalike", 2),
+        row("update", "job", 3),
+    ]
+    m = pair_metrics(rows, ["unrelated", "update", "update"])
+    assert m["lookalike_n"] == 2
+    assert m["lookalike_false_update"] == 0.5
+    assert [r.category for r in select(rows, ("job", "preference-lookalike"))] == [
+        "preference-lookalike",
+        "job",
+    ]
+    assert select(rows, ()) == rows
+    preference = select(load_pairs(), ("preference", "preference-lookalike"))
+    assert {(r.lang, r.label) for r in preference} == {
+        (lang, label) for lang in ("en", "zh") for label in ("update", "refinement", "same", "unrelated")
+    }
 
 
 def test_value_match_and_fact_metrics() -> None:
