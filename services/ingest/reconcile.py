@@ -14,8 +14,8 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    put into a version chain, refinement or conflict (the facts of the older and the newer
    statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
    words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
-   replaced them instead of staying current beside a superseded turn; two turns with one fact
-   each give their fact pair the turns' verdict, :func:`.revisions.inherited_verdicts`); ``off``
+   replaced them instead of staying current beside a superseded turn; two turns judged an
+   update with one fact each give their fact pair the update, :func:`.revisions.inherited_verdicts`); ``off``
    reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving

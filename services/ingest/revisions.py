@@ -221,11 +221,14 @@ def inherited_verdicts(
     skiing." and called "我用的是华为 P40。" / "昨天换了小米 14。" unsure (0.65) as facts right after
     calling the same two sentences an update (0.80) as turns (bench updates, stores inspected). A turn
     with several facts still has each pair judged: only the judge can tell which one changed.
-    ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
+    Only ``update`` is inherited: a turn verdict that keeps both turns active (refinement, unsure)
+    leaves the fact pair to the judge, which sees the changed value alone and may find the update the
+    whole turns hid (inheriting those too cost four turn-level supersedes of the all-122 run: two
+    budgets, a diet, a schedule). ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
     out: dict[PairKey, Verdict] = {}
     for d in decisions:
         other = str(d["with"])
-        if not d.get("applied") or d.get("relation") not in ("update", "refinement", "unsure"):
+        if not d.get("applied") or d.get("relation") != "update":
             continue
         mine, theirs = facts.by_turn.get(turn_id, []), facts.by_turn.get(other, [])
         if len(mine) != 1 or len(theirs) != 1:

@@ -374,8 +374,6 @@ def test_a_fact_pair_takes_the_turns_verdict_when_each_turn_has_one_fact() -> No
     given = inherited_verdicts("t-new", [_decision("t-old", "update")], facts)
     verdict = given[frozenset(("f-old", "f-new"))]
     assert (verdict.relation, verdict.confidence, verdict.backend) == ("update", 0.9, INHERITED_BACKEND)
-    unsure = inherited_verdicts("t-new", [_decision("t-old", "unsure")], facts)
-    assert unsure[frozenset(("f-old", "f-new"))].relation == "unsure"  # a conflict stays a conflict
 
 
 @pytest.mark.parametrize(
@@ -384,6 +382,8 @@ def test_a_fact_pair_takes_the_turns_verdict_when_each_turn_has_one_fact() -> No
         ({"t-old": ["f1", "f2"], "t-new": ["f-new"]}, _decision("t-old", "update")),
         ({"t-old": [], "t-new": ["f-new"]}, _decision("t-old", "update")),
         ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "same")),
+        ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "unsure")),
+        ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "refinement")),
         ({"t-old": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "update", applied=False)),
         ({"t-other": ["f-old"], "t-new": ["f-new"]}, _decision("t-old", "update")),
     ],
@@ -392,6 +392,7 @@ def test_every_other_fact_pair_goes_to_the_judge(
     by_turn: dict[str, list[str]], decision: dict[str, Any]
 ) -> None:
     """An older turn with two facts needs the judge to tell which one changed; a turn without a fact
-    pairs nothing; a merge or an unapplied verdict chains nothing; facts of a turn not in the decision
-    are not its pair."""
+    pairs nothing; a merge or an unapplied verdict chains nothing; turns kept both active (unsure,
+    refinement) leave their facts to the judge, which may see the update in the facts alone; facts of
+    a turn not in the decision are not its pair."""
     assert inherited_verdicts("t-new", [decision], TurnFacts(by_turn)) == {}
