@@ -296,7 +296,7 @@ class JudgeSettings(BaseSettings):
     pairs_per_prompt: int = Field(
         1, ge=1, le=16, description="Pairs per request (llm backend only; measure before raising it)."
     )
-    update_threshold: float = Field(0.7, ge=0.0, le=1.0, description="Least P(update) to supersede.")
+    update_threshold: float = Field(0.8, ge=0.0, le=1.0, description="Least P(update) to supersede.")
     cue_update_threshold: float = Field(
         0.4, ge=0.0, le=1.0, description="Least P(update) to supersede when the newer text has a change word."
     )

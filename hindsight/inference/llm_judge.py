@@ -223,7 +223,7 @@ class JudgePolicy:
         fallback_confidence: confidence given to a schema-valid answer without log-probabilities.
     """
 
-    update_threshold: float = 0.7
+    update_threshold: float = 0.8
     cue_update_threshold: float = 0.4
     min_confidence: float = 0.4
     fallback_confidence: float = 0.6
