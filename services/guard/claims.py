@@ -7,9 +7,9 @@
   you!" is too short to count, a chorus is one sentence).
 - **A phrase hammered into a message** (:func:`repeated_phrase`): the same run of at least three words
   (or CJK characters, no digit) stated ``min_count`` times, even inside clauses that otherwise
-  differ, and making up at least ``min_share`` of the message's words (default 0.4, docs/guard.md;
-  "your account manager is Kevin.
-  Your account manager is Kevin. Kevin is your account manager", "没有漏水！真的没有漏水，没有漏水").
+  differ, and making up at least ``min_share`` of the message's words (default 0.4, docs/guard.md):
+  "your account manager is Kevin. Your account manager is Kevin. Kevin is your account manager",
+  "没有漏水！真的没有漏水，没有漏水").
 - **The same claim from many events in a short event-time window, across agents of a tenant**
   (:class:`ClaimBursts`): every sentence about the user (it names the user, customer or patient)
   from a non-user source is a claim; its fingerprint is counted per tenant in Redis over event

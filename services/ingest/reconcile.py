@@ -15,8 +15,8 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
    words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
    replaced them instead of staying current beside a superseded turn; two turns judged an
-   update with one fact each give their fact pair the update, :func:`.revisions.inherited_verdicts`); ``off``
-   reconciles turns only;
+   update with one fact each give their fact pair the update,
+   :func:`.revisions.inherited_verdicts`); ``off`` reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -105,7 +105,7 @@ JUDGE_SECONDS = Histogram(
 )
 FREE_VERDICTS = Counter(
     "hindsight_reconcile_free_verdicts_total",
-    "Pairs decided without the judge (identical text, or the turns' verdict)",
+    "Pairs decided without the judge (identical text, or the turns' update)",
 )
 VERDICTS = Counter("hindsight_reconcile_verdicts_total", "Verdicts applied, by relation", ["relation"])
 EXTRACT_STATEMENTS = Counter(

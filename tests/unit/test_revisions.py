@@ -369,7 +369,7 @@ def _decision(other: str, relation: str, *, applied: bool = True) -> dict[str, A
     return {"with": other, "relation": relation, "confidence": 0.9, "backend": "llm", "applied": applied}
 
 
-def test_a_fact_pair_takes_the_turns_verdict_when_each_turn_has_one_fact() -> None:
+def test_a_fact_pair_takes_the_turns_update_when_each_turn_has_one_fact() -> None:
     facts = TurnFacts({"t-old": ["f-old"], "t-new": ["f-new"]})
     given = inherited_verdicts("t-new", [_decision("t-old", "update")], facts)
     verdict = given[frozenset(("f-old", "f-new"))]
