@@ -11,14 +11,14 @@ each) four ways, at each of ``--concurrency`` closed-loop callers, with ingest i
 - ``pipeline``: the recall pipeline in this process (what the gateway's service runs for the
   request: same filter, knobs, store and embedder), no response building;
 - ``service``: the gateway's service core in this process (validation, pipeline, response models,
-  access events queued): what the HTTP route and the MCP tool call;
+  recall log queued): what the HTTP route and the MCP tool call;
 - ``http``: a real HTTP client (``httpx``) posting ``/v1/recall``;
 - ``mcp``: a real MCP client (the ``mcp`` SDK, streamable HTTP) calling the ``recall`` tool.
 
 The clients run in their own process (:mod:`bench.clients`), so the gateway's CPU per recall is
-this process's CPU time from the start of the measured window until the recalls' access events are
-in ClickHouse (their deferred cost counts), minus its rate with no traffic sampled just before,
-divided by the recalls. Each path starts once the previous one's access events are stored. The
+this process's CPU time from the start of the measured window until the recalls' logs are in
+ClickHouse (their deferred cost counts), minus its rate with no traffic sampled just before,
+divided by the recalls. Each path starts once the previous one's recall logs are stored. The
 query-embedding cache is cleared before each measurement, so every recall embeds its query. The
 ratio of each transport's p95 to the ``pipeline`` p95 of the same queries at the same concurrency
 and ingest state is the number that counts: it is what the transport and the service add to
@@ -247,34 +247,6 @@ async def _in_process(
     return latencies, returned, t0, time.time()
 
 
-def _access_events(memories: Sequence[Any], tenant: str, query: str) -> list[Any]:
-    """The access events the service queues for one response (as ``MemoryService`` builds them)."""
-    from datetime import UTC, datetime  # noqa: PLC0415
-
-    from hindsight.ids import access_id  # noqa: PLC0415
-    from schemas import AccessEvent  # noqa: PLC0415
-
-    now = datetime.now(UTC)
-    return [
-        AccessEvent(
-            access_id=access_id("q", m.id),
-            query_id="q",
-            tenant_id=tenant,
-            user_id=m.user_id,
-            agent_id="gateway",
-            memory_id=m.id,
-            memory_type=m.type,
-            rank=m.rank,
-            similarity=m.scores.similarity,
-            time_weight=m.scores.time_weight,
-            final_score=m.scores.final,
-            query_text=query,
-            accessed_at=now,
-        )
-        for m in memories
-    ]
-
-
 async def serialisation_costs(
     service: MemoryService,
     principals: dict[str, Any],
@@ -283,8 +255,8 @@ async def serialisation_costs(
 ) -> dict[str, Any]:
     """Microseconds per recall (median over ``reps`` recalls) of the work around the pipeline, on
     real results of this run: request validation, the wire view of the hits, the response JSON
-    (HTTP), the MCP tool result (structured content plus its JSON text), and the access events
-    (built on the request path, serialised by the background publisher)."""
+    (HTTP) and the MCP tool result (structured content plus its JSON text). The recall log, built
+    after the answer, has its own histogram (``hindsight_recall_log_build_seconds``)."""
     import statistics  # noqa: PLC0415
 
     from services.gateway.models import RecallRequest, RecallResponse  # noqa: PLC0415
@@ -312,8 +284,6 @@ async def serialisation_costs(
         response = RecallResponse(query_id="q", memories=memories, tokens=result.tokens, truncated=False)
         timed("http_response_json_us", response.model_dump_json)
         timed("mcp_tool_result_us", mcp_result, response)
-        built = timed("access_events_build_us", _access_events, memories, user.tenant_id, query)
-        timed("access_events_json_us", lambda b: [e.model_dump_json() for e in b], built)
     recalls = len(parts.get("wire_view_us", []))
     line: dict[str, Any] = {
         "bench": "serve-costs",
@@ -322,8 +292,8 @@ async def serialisation_costs(
     }
     line.update({name: statistics.median(values) for name, values in parts.items()})
     line["note"] = (
-        "microseconds per recall, median; access events are built on the request path and "
-        "serialised off it; the MCP figure approximates the SDK's structured content plus its JSON text"
+        "microseconds per recall, median; the MCP figure approximates the SDK's structured content "
+        "plus its JSON text"
     )
     return line
 
@@ -435,8 +405,9 @@ class ServeBench:
         return (time.process_time() - c0) / (time.perf_counter() - t0)
 
     async def _settle(self, stack: Stack | None, service: MemoryService | None) -> None:
-        """Wait until the access events of the recalls so far are in ClickHouse (publishers idle,
-        the access-log group at lag 0), so their deferred cost is not charged to the next path."""
+        """Wait until the recall logs of the recalls so far are in ClickHouse (publishers idle, the
+        access-log and analytics groups at lag 0), so their deferred cost is not charged to the next
+        path."""
         if stack is None:
             return
         from hindsight.brokers.admin import wait_for_zero_lag  # noqa: PLC0415
@@ -445,8 +416,10 @@ class ServeBench:
         if service is not None:
             await service.access_log.wait_sent()
         await asyncio.sleep(0.3)  # the gateway's own publisher sends within milliseconds
-        group = stack.resources.settings.kafka.group("accesslog")
-        await wait_for_zero_lag(stack.bootstrap, {group: [str(Topic.ACCESS)]}, timeout_s=120, poll_s=0.1)
+        kafka = stack.resources.settings.kafka
+        # only the recall logs: the analytics group also reads memory.stored.v1, which ingest feeds
+        groups = {kafka.group(g): [str(Topic.RECALLS)] for g in ("accesslog", "analytics")}
+        await wait_for_zero_lag(stack.bootstrap, groups, timeout_s=120, poll_s=0.1)
 
     def _clear_cache(self, stack: Stack | None) -> None:
         if stack is None:
@@ -505,7 +478,7 @@ class ServeBench:
                 client_cpu_ms = 1000 * result["client_cpu_s"] / max(1, len(lat))
             wall = max(1e-6, t1 - t0)
             if stack is not None:
-                # the window runs on until the access events of these recalls are in ClickHouse:
+                # the window runs on until the logs of these recalls are in ClickHouse:
                 # that deferred work is part of what a recall costs the process
                 await self._settle(stack, service)
                 t2 = time.time()

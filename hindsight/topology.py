@@ -18,7 +18,7 @@ STAGE_TOPICS: dict[str, tuple[str, ...]] = {
     "ingest-embed": (Topic.CANDIDATES,),
     "ingest-reconcile": (Topic.STORED,),
     "reflect": (Topic.SESSIONS,),
-    "accesslog": (Topic.ACCESS,),
+    "accesslog": (Topic.RECALLS, Topic.ACCESS),
     "analytics": (Topic.RECALLS, Topic.FEEDBACK, Topic.STORED, Topic.EPISODES),
 }
 """Consumer group suffix (``<prefix>-<suffix>``) -> the topics that group consumes."""

@@ -30,9 +30,12 @@ class Topic(StrEnum):
     REFLECTIONS = "memory.reflections.v1"
     """Reflect publishes :class:`~schemas.v1.ReflectionResult` (operations it applied)."""
     ACCESS = "memory.access.v1"
-    """Gateway publishes one :class:`~schemas.v1.AccessEvent` per memory returned by recall."""
+    """One :class:`~schemas.v1.AccessEvent` per memory a recall returned, from producers that publish
+    them (gateways before 2026-12-02); the gateway now publishes only the recall log, whose returned
+    candidates the access log sinks."""
     RECALLS = "memory.recalls.v1"
-    """Gateway publishes one :class:`~schemas.v1.RecallLogEvent` per recall (every candidate, scores)."""
+    """Gateway publishes one :class:`~schemas.v1.RecallLogEvent` per recall (every candidate, scores);
+    the access log and the tuning tables are sunk from it."""
     FEEDBACK = "memory.feedback.v1"
     """Gateway publishes :class:`~schemas.v1.RecallFeedbackEvent`: which recalled memories were used."""
     DLQ = "memory.dlq.v1"

@@ -286,7 +286,8 @@ class ReflectionResult(_Event):
 
 
 class AccessEvent(_Event):
-    """One memory returned by one recall (``memory.access.v1``); sunk to ClickHouse ``access_log``."""
+    """One memory returned by one recall (``memory.access.v1``); sunk to ClickHouse ``access_log``.
+    The gateway no longer publishes it (the recall log carries the same rows); still accepted."""
 
     access_id: str = Field(description="Deterministic id (query id + memory id): redelivery dedupes.")
     query_id: str = Field(description="Id of the recall call.")

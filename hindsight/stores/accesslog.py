@@ -1,9 +1,10 @@
 """ClickHouse access log: one row per memory returned by a recall (DESIGN.md sections 3, 4).
 
-The gateway publishes an access event per returned memory to ``memory.access.v1``; a consumer
-inserts them here in batches. Operators tune decay and thresholds from this table, and the evict
-job reads ``access_count`` / ``last_accessed_at`` / ``max_access_count`` for the frequency and
-recency terms of the eviction score (DESIGN.md section 4).
+The gateway publishes one log event per recall to ``memory.recalls.v1``; the access-log consumer
+inserts a row per memory it returned here, in batches (and a row per :class:`~schemas.AccessEvent`
+of ``memory.access.v1``, for producers that publish those). Operators tune decay and thresholds
+from this table, and the evict job reads ``access_count`` / ``last_accessed_at`` /
+``max_access_count`` for the frequency and recency terms of the eviction score (DESIGN.md section 4).
 
 Exactly-once on top of at-least-once delivery, in two layers:
 

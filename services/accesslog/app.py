@@ -13,8 +13,9 @@ from services.accesslog.stage import AccessLogStage
 
 
 async def register(resources: Resources) -> None:
-    """Subscribe the access-log sink to ``memory.access.v1`` (group ``<prefix>-accesslog``) and the
-    analytics sink to recalls, feedback and stored memories (group ``<prefix>-analytics``), each at
+    """Subscribe the access-log sink to the recall logs of ``memory.recalls.v1`` and to
+    ``memory.access.v1`` (group ``<prefix>-accesslog``) and the analytics sink to recalls, feedback
+    and stored memories (group ``<prefix>-analytics``), each at
     most one insert per ``HINDSIGHT_CLICKHOUSE_ACCESS_LOG_INTERVAL_S``: a ClickHouse insert costs
     ~10-20 ms of CPU whatever its size, and an insert per recall (its log row and ~50 candidate rows)
     ran beside the next recalls on the same cores (``hindsight bench serve``: the gateway's CPU per

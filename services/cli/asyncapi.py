@@ -21,6 +21,7 @@ from schemas import (
     MemoryCandidate,
     MemoryStoredEvent,
     QuarantineRecord,
+    RecallLogEvent,
     ReflectionResult,
     SessionClosedEvent,
     Topic,
@@ -41,6 +42,7 @@ TOPOLOGY: tuple[tuple[str, Topic, type[BaseModel], tuple[tuple[Topic, type[BaseM
         SessionClosedEvent,
         ((Topic.EPISODES, EpisodeEvent), (Topic.REFLECTIONS, ReflectionResult)),
     ),
+    ("accesslog", Topic.RECALLS, RecallLogEvent, ()),
     ("accesslog", Topic.ACCESS, AccessEvent, ()),
 )
 """(consumer group suffix, input topic, input model, outputs); every stage may also write the DLQ."""

@@ -165,8 +165,8 @@ async def forget(
     summary="Recall memories",
 )
 async def recall(body: RecallRequest, principal: Caller, request: Request) -> RecallResponse:
-    """The memories most relevant to the query, each with its scores and provenance; one access event
-    per returned memory is published to ``memory.access.v1``."""
+    """The memories most relevant to the query, each with its scores and provenance; the recall's log
+    (``memory.recalls.v1``, every candidate and which were returned) is published after the answer."""
     return await gateway_state(request).service.recall(principal, **fields(body))
 
 

@@ -407,9 +407,10 @@ class ConflictPair(BaseModel):
 
 
 class RecallResponse(BaseModel):
-    """Result of a recall; one access event per memory was published to ``memory.access.v1``."""
+    """Result of a recall; its log (``memory.recalls.v1``: every candidate, which were returned) is
+    published after the answer and feeds the access log."""
 
-    query_id: str = Field(description="Id of this recall (access events carry it).")
+    query_id: str = Field(description="Id of this recall (its log and access rows carry it).")
     memories: list[RecalledMemory] = Field(description="At most top_k memories, in the requested order.")
     tokens: int = Field(0, ge=0, description="Tokens of all returned memory texts (<= token_budget).")
     truncated: bool = Field(False, description="The token budget cut the list short.")

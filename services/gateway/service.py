@@ -7,10 +7,11 @@ into the filter; the tenant always comes from the API key (:class:`Principal`), 
 request. ``forget`` is the one store write: a soft expiry (or a hard delete) of the caller's own
 memory. Store calls are synchronous, so they run in worker threads.
 
-Recall answers without waiting for its access events and recall log: they go to ``memory.access.v1``
-and ``memory.recalls.v1`` through a :class:`~hindsight.publisher.BackgroundPublisher`
-(:attr:`MemoryService.access_log`), which the gateway's lifespan drains on shutdown (see its
-docstring for what a crash loses and why that is acceptable for access and tuning logs).
+Recall answers without waiting for its recall log: one event per recall goes to ``memory.recalls.v1``
+through a :class:`~hindsight.publisher.BackgroundPublisher` (:attr:`MemoryService.access_log`),
+which the gateway's lifespan drains on shutdown (see its docstring for what a crash loses and why
+that is acceptable for access and tuning logs). The access log (what eviction counts) and the tuning
+tables are both sunk from it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from hindsight.analytics.store import RecallOwner
 from hindsight.chains import ChainEditor, Loader, ids_of, walk_chain
-from hindsight.ids import access_id, stable_id
+from hindsight.ids import stable_id
 from hindsight.pii import redact
 from hindsight.publisher import BackgroundPublisher
 from hindsight.recall import RecallParams, RecallResult, recall
@@ -36,7 +37,6 @@ from hindsight.recall.trace import trace
 from hindsight.records import from_payload, public_view
 from hindsight.stores.vector import MemoryFilter, VectorRecord
 from schemas import (
-    AccessEvent,
     InteractionEvent,
     RecallCandidate,
     RecallFeedbackEvent,
@@ -498,10 +498,11 @@ class MemoryService:
         params: RecallParams,
         served_ms: float,
     ) -> None:
-        """Queue one :class:`~schemas.AccessEvent` per returned memory and the
-        :class:`~schemas.RecallLogEvent` of the whole recall on :attr:`access_log` (sent in the
-        background: the answer does not wait for the broker; see
-        :class:`~hindsight.publisher.BackgroundPublisher` for what a crash can lose).
+        """Queue the :class:`~schemas.RecallLogEvent` of the whole recall on :attr:`access_log` (sent in
+        the background: the answer does not wait for the broker; see
+        :class:`~hindsight.publisher.BackgroundPublisher` for what a crash can lose). It is the access
+        log's source too: its ``returned`` candidates are the accesses (one record per recall, not one
+        per memory; :mod:`services.accesslog.stage`).
 
         Built after the response (the candidates' trace costs ~0.1 ms per 10 candidates, measured by
         ``hindsight_recall_log_build_seconds``); the query is redacted first (DESIGN.md s6: nothing
@@ -512,23 +513,6 @@ class MemoryService:
         agent = self._agent(principal, None)
         safe_query = redact(query).text
         key = partition_key(principal.tenant_id, user_id)
-        for memory in memories:
-            event = AccessEvent(
-                access_id=access_id(query_id, memory.id),
-                query_id=query_id,
-                tenant_id=principal.tenant_id,
-                user_id=memory.user_id,
-                agent_id=agent,
-                memory_id=memory.id,
-                memory_type=memory.type,
-                rank=memory.rank,
-                similarity=memory.scores.similarity,
-                time_weight=memory.scores.time_weight,
-                final_score=memory.scores.final,
-                query_text=safe_query,
-                accessed_at=now,
-            )
-            self.access_log.offer(Topic.ACCESS, partition_key(principal.tenant_id, memory.user_id), event)
         window = result.parsed.window
         log_event = RecallLogEvent(
             query_id=query_id,

@@ -69,8 +69,8 @@ class GatewaySettings(BaseSettings):
     access_log_buffer: int = Field(
         10_000,
         ge=1,
-        description="Access events waiting to be sent in the background; beyond it they are dropped "
-        "(counted), never slowing a recall.",
+        description="Recall logs (one per recall; the access log's source) waiting to be sent in the "
+        "background; beyond it they are dropped (counted), never slowing a recall.",
     )
 
     @field_validator("api_keys", mode="before")

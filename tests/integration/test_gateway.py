@@ -47,7 +47,8 @@ from hindsight.settings import (
     VectorStoreSettings,
 )
 from hindsight.stores.vector import VectorRecord
-from schemas import Memory, Provenance, Topic
+from schemas import Memory, Provenance, RecallLogEvent, Topic
+from services.accesslog.stage import access_rows
 from services.gateway.app import build_asgi
 from services.gateway.auth import Principal
 from services.gateway.settings import GatewaySettings
@@ -509,27 +510,30 @@ async def test_other_tenants_memory_is_404_and_own_memory_has_its_version_chain(
     assert other_user.status_code == 404
 
 
-async def test_recall_publishes_one_access_event_per_returned_memory(gateway: Gateway) -> None:
+async def test_recall_publishes_one_log_event_that_gives_an_access_row_per_returned_memory(
+    gateway: Gateway,
+) -> None:
     async with gateway.client(KEY_A) as client:
         resp = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 15})
     body = resp.json()
     assert len(body["memories"]) >= 2
     query_id = body["query_id"]
-    events = await _consume(
-        gateway.bootstrap, Topic.ACCESS, lambda v: v.get("query_id") == query_id, len(body["memories"])
+    [(key, value)] = await _consume(
+        gateway.bootstrap, Topic.RECALLS, lambda v: v.get("query_id") == query_id, 1
     )
-    by_memory = {value["memory_id"]: (key, value) for key, value in events}
-    assert len(events) == len(by_memory) == len(body["memories"])
+    assert key == f"{TENANT_A}:{USER}".encode()
+    rows = {row["memory_id"]: row for row in access_rows(RecallLogEvent.model_validate(value))}
+    assert list(rows) == _ids(body)  # the access log's rows: the returned memories, in order
     for memory in body["memories"]:
-        key, event = by_memory[memory["id"]]
-        assert key == f"{TENANT_A}:{USER}".encode()
-        assert event["access_id"] == access_id(query_id, memory["id"])
-        assert event["rank"] == memory["rank"]
-        assert event["tenant_id"] == TENANT_A
-        assert event["user_id"] == USER
-        assert event["query_text"] == QUERY
-        assert event["similarity"] == pytest.approx(memory["scores"]["similarity"])
-        assert event["final_score"] == pytest.approx(memory["scores"]["final"])
+        row = rows[memory["id"]]
+        assert row["access_id"] == access_id(query_id, memory["id"])
+        assert row["rank"] == memory["rank"]
+        assert row["tenant_id"] == TENANT_A
+        assert row["user_id"] == USER
+        assert row["memory_type"] == memory["type"]
+        assert row["query_text"] == QUERY
+        assert row["similarity"] == pytest.approx(memory["scores"]["similarity"])
+        assert row["final_score"] == pytest.approx(memory["scores"]["final"])
 
 
 async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gateway) -> None:
