@@ -452,10 +452,13 @@ class BatchRunner(ConsumerRebalanceListener):  # type: ignore[misc]
         on_batch_done: Callable[[], Awaitable[None]] | None = None,
         *,
         min_interval_s: float = 0.0,
+        max_records: int | None = None,
     ) -> None:
         self.stage = stage
         self.min_interval_s = min_interval_s
         """Least seconds from the start of one batch to the next fetch (0: none); see :func:`subscribe`."""
+        self.max_records = max_records
+        """Records per fetch at most: a batch this full is followed at once (more are waiting)."""
         self.policy = policy or DeliveryPolicy()
         self._publisher_factory = publisher_factory
         self._on_batch_done = on_batch_done
@@ -481,8 +484,23 @@ class BatchRunner(ConsumerRebalanceListener):  # type: ignore[misc]
             await self._handle(records, consumer)
         finally:
             self._idle.set()
-        if self.min_interval_s > 0:  # idle already: a revoke or a stop does not wait for this
-            await asyncio.sleep(max(0.0, self.min_interval_s - (time.monotonic() - started)))
+        pause = self.pause_after(len(records), time.monotonic() - started)
+        if pause > 0:  # idle already: a revoke or a stop does not wait for this
+            await asyncio.sleep(pause)
+
+    def pause_after(self, count: int, took_s: float) -> float:
+        """Seconds to wait before the next fetch after a batch of ``count`` records that took
+        ``took_s``: what is left of ``min_interval_s``, or 0 when the batch was full (records are
+        waiting: pausing then would cap the stage at ``max_records`` per interval, so a sink would
+        fall further behind for as long as more arrive).
+
+        >>> runner = BatchRunner(None, None, min_interval_s=1.0, max_records=64)  # type: ignore[arg-type]
+        >>> runner.pause_after(10, 0.25), runner.pause_after(64, 0.25), runner.pause_after(10, 3.0)
+        (0.75, 0.0, 0.0)
+        """
+        if self.min_interval_s <= 0 or (self.max_records is not None and count >= self.max_records):
+            return 0.0
+        return max(0.0, self.min_interval_s - took_s)
 
     async def _handle(self, records: Sequence[ConsumerRecord[Any, Any]], consumer: AIOKafkaConsumer) -> None:
         if self._rebalancing:
@@ -691,7 +709,8 @@ def subscribe(
     timeout); None is dynamic membership. ``min_interval_s`` > 0 makes the runner wait that long
     from the start of a batch before it takes the next, so records gather into fewer, bigger
     batches: for sinks whose every write has a fixed cost (a ClickHouse insert costs ~10-20 ms of
-    CPU whatever its size) and whose readers can wait. ``max_poll_interval_ms`` is the longest a
+    CPU whatever its size) and whose readers can wait; a full batch (``max_records``) is followed
+    at once, so the wait never caps the stage's throughput. ``max_poll_interval_ms`` is the longest a
     batch may take before the consumer counts as failed and its partitions move (Kafka's
     ``max.poll.interval.ms``, default 5 min): a stage whose batch waits on CPU model calls raises it.
     """
@@ -701,6 +720,7 @@ def subscribe(
         policy or DeliveryPolicy(drain_timeout_s=0.6 * session_timeout_ms / 1000),
         on_batch_done,
         min_interval_s=min_interval_s,
+        max_records=max_records,
     )
 
     subscriber = broker.subscriber(

@@ -17,7 +17,7 @@ import pytest
 from faststream.kafka import KafkaBroker
 from pydantic import BaseModel
 
-from hindsight.consumer import Envelope, Rejection, subscribe
+from hindsight.consumer import BatchRunner, Envelope, Rejection, subscribe
 from hindsight.publisher import EventPublisher
 
 pytestmark = pytest.mark.unit
@@ -81,3 +81,25 @@ async def test_records_of_every_partition_come_back_in_one_batch() -> None:
     subscriber = _subscriber(batch_timeout_ms=1000)
     consumer = _Consumer({"t/0": [1, 2], "t/1": [3]}, delay_s=0.01)
     assert await subscriber.get_msg(consumer) == (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("interval_s", "count", "took_s", "expected"),
+    [
+        (1.0, 10, 0.25, 0.75),  # a partial batch: wait out the rest of the interval
+        (1.0, 64, 0.25, 0.0),  # a full batch: more are waiting, fetch at once
+        (1.0, 100, 0.0, 0.0),
+        (1.0, 10, 3.0, 0.0),  # the batch took longer than the interval
+        (0.0, 1, 0.0, 0.0),  # no interval
+    ],
+)
+def test_a_sink_pauses_after_partial_batches_only(
+    interval_s: float, count: int, took_s: float, expected: float
+) -> None:
+    runner = BatchRunner(
+        _Stage(),
+        lambda: EventPublisher(KafkaBroker("127.0.0.1:1")),
+        min_interval_s=interval_s,
+        max_records=64,
+    )
+    assert runner.pause_after(count, took_s) == pytest.approx(expected)
