@@ -190,7 +190,9 @@ class BackgroundPublisher:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"publish-{self.name}")
 
     async def wait_sent(self) -> None:
-        """Return once everything offered so far was acknowledged (tests, shutdown)."""
+        """Return once everything offered so far was acknowledged (tests, shutdown). Callbacks
+        already scheduled on the event loop (a recall's log is offered by one) run first."""
+        await asyncio.sleep(0)
         await self._idle.wait()
 
     @contextlib.asynccontextmanager
@@ -205,7 +207,9 @@ class BackgroundPublisher:
             await self.close()
 
     async def close(self) -> None:
-        """Refuse new offers, send what is queued (at most ``drain_timeout_s``), stop the sender."""
+        """Refuse new offers, send what is queued (at most ``drain_timeout_s``), stop the sender.
+        Callbacks already scheduled on the event loop (a recall's log is offered by one) still offer."""
+        await asyncio.sleep(0)
         self._closed = True
         self._wake.set()
         task, self._task = self._task, None

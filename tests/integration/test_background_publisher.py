@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import pytest
 from aiokafka import AIOKafkaConsumer
 from faststream.kafka import KafkaBroker
+from prometheus_client import REGISTRY
 
 from hindsight.brokers import ensure_topics
 from hindsight.publisher import BackgroundPublisher
@@ -102,3 +103,27 @@ async def test_a_full_queue_refuses_and_counts_and_stop_drains_what_was_queued(
     assert publisher.dropped == 31
     values = await _read(kafka_bootstrap, str(Topic.ACCESS), f"q-{run}", 50)
     assert len(values) == 50
+
+
+async def test_offers_from_scheduled_callbacks_are_sent_by_wait_sent_and_close(
+    broker: KafkaBroker, kafka_bootstrap: str
+) -> None:
+    """The gateway offers a recall's log from an event-loop callback scheduled as the recall returns:
+    a ``wait_sent`` or a graceful stop right after that must still see and send it."""
+    await ensure_topics(kafka_bootstrap, {str(Topic.ACCESS): 3})
+    run = uuid.uuid4().hex[:8]
+    name = f"test-{run}"
+    publisher = BackgroundPublisher(broker, name)
+    loop = asyncio.get_running_loop()
+    async with publisher.running():
+        loop.call_soon(publisher.offer, Topic.ACCESS, b"t:u1", _access(0, run))
+        assert len(publisher) == 0  # not offered yet: the callback runs on the loop's next turn
+        async with asyncio.timeout(30):  # awaited in this task (wait_for would add a loop turn)
+            await publisher.wait_sent()
+        sent = REGISTRY.get_sample_value("hindsight_background_publish_sent_total", {"name": name})
+        assert sent == 1  # acknowledged before wait_sent returned
+        loop.call_soon(publisher.offer, Topic.ACCESS, b"t:u1", _access(1, run))
+    # the context's exit closed the publisher right after the second callback was scheduled
+    assert publisher.dropped == 0
+    found = await _read(kafka_bootstrap, str(Topic.ACCESS), run, 2)
+    assert sorted(AccessEvent.model_validate_json(v).access_id for v in found) == [f"{run}-0", f"{run}-1"]
