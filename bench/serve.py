@@ -18,8 +18,11 @@ each) four ways, at each of ``--concurrency`` closed-loop callers, with ingest i
 The clients run in their own process (:mod:`bench.clients`), so the gateway's CPU per recall is
 this process's CPU time from the start of the measured window until the recalls' logs are in
 ClickHouse (their deferred cost counts), minus its rate with no traffic sampled just before,
-divided by the recalls. Each path starts once the previous one's recall logs are stored. The
-query-embedding cache is cleared before each measurement, so every recall embeds its query. The
+divided by the recalls. The paths take turns: the queries are cut into ``--rounds`` slices (default
+4; fewer where a slice would give a caller under 10 recalls, so one round at 16 callers of 200) and
+each round runs every path on its slice, so a slow minute of a shared machine falls on every path
+alike instead of on whichever ran then. Each block starts once the previous one's recall logs are
+stored, and the query-embedding cache is cleared before it, so every recall embeds its query. The
 ratio of each transport's p95 to the ``pipeline`` p95 of the same queries at the same concurrency
 and ingest state is the number that counts: it is what the transport and the service add to
 recall. A ``serve-costs`` line gives the serialisation and validation costs around the pipeline.
@@ -94,6 +97,8 @@ class ServeConfig:
     keys: dict[str, str] = field(default_factory=dict)
     """Tenant -> API key, with ``url``."""
     warmup: int = 3
+    rounds: int = 4
+    """Interleaved rounds per cell (see :func:`rounds_for`): each runs every path on its own slice."""
     drain_timeout_s: float = 300.0
     """Most seconds to wait, after the ingest-running half, for the events published to be stored."""
 
@@ -381,6 +386,52 @@ async def _clients(
     }
 
 
+MIN_RECALLS_PER_CALLER = 10
+"""A round gives each closed-loop caller at least this many recalls, so the callers' ramp-down at the
+end of a block (fewer than ``concurrency`` still calling) stays a small share of it."""
+
+
+def rounds_for(queries: int, concurrency: int, rounds: int) -> int:
+    """How many interleaved rounds a cell runs: ``rounds`` (``--rounds``), fewer where a round
+    would give a caller under :data:`MIN_RECALLS_PER_CALLER` recalls, at least 1.
+
+    >>> rounds_for(200, 1, 4), rounds_for(200, 4, 4), rounds_for(200, 16, 4), rounds_for(6, 1, 4)
+    (4, 4, 1, 1)
+    """
+    return max(1, min(rounds, queries // max(1, concurrency * MIN_RECALLS_PER_CALLER)))
+
+
+def blocks(requests: Sequence[Any], rounds: int) -> list[Sequence[Any]]:
+    """``requests`` cut into ``rounds`` consecutive slices as even as possible (none empty while
+    there are at least ``rounds`` requests), in order: their concatenation is ``requests``.
+
+    >>> [list(b) for b in blocks(list(range(7)), 3)]
+    [[0, 1, 2], [3, 4], [5, 6]]
+    """
+    n = max(1, min(rounds, len(requests)))
+    size, extra = divmod(len(requests), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(requests[start:end])
+        start = end
+    return out
+
+
+@dataclass
+class _PathRun:
+    """One path's recalls in one cell, summed over its blocks."""
+
+    latencies: list[float] = field(default_factory=list)
+    returned: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    client_processes: int | None = None
+    base_rate: float | None = None
+
+
 class ServeBench:
     """One run against an embedded stack (or a ``--url``), emitting lines as they are measured."""
 
@@ -442,70 +493,105 @@ class ServeBench:
         sampler: CpuSampler,
         extra: dict[str, Any],
     ) -> dict[str, dict[str, Any]]:
-        """Every path at one concurrency and ingest state; emits one line per path."""
-        cell: dict[str, dict[str, Any]] = {}
-        for path in self.cfg.paths:
-            if path in ("pipeline", "service") and service is None:
-                continue
-            await self._settle(stack, service)
-            self._clear_cache(stack)
-            base_rate = await self._idle_rate()
-            cpu_s = None
-            client_cpu_ms: float | None = None
-            if path in ("pipeline", "service"):
-                assert service is not None
-                lat, returned, t0, t1 = await _in_process(
-                    service,
-                    principals,
-                    self.requests,
-                    self.warm,
-                    concurrency,
-                    pipeline_only=path == "pipeline",
-                )
-                errors: list[str] = []
-            else:
-                result = await _clients(
-                    url=url,
-                    transport=path,
+        """Every path at one concurrency and ingest state, in interleaved rounds (:func:`rounds_for`:
+        each round runs every path on its own slice of the queries, so a slow minute of a shared
+        machine falls on every path alike); emits one line per path."""
+        paths = [p for p in self.cfg.paths if service is not None or p not in ("pipeline", "service")]
+        rounds = rounds_for(len(self.requests), concurrency, self.cfg.rounds)
+        runs = {path: _PathRun() for path in paths}
+        for block in blocks(self.requests, rounds):
+            for path in paths:
+                await self._block(
+                    path,
+                    block,
+                    runs[path],
                     concurrency=concurrency,
+                    stack=stack,
+                    service=service,
+                    principals=principals,
+                    url=url,
                     keys=keys,
-                    requests=self.requests,
-                    warm=self.warm,
-                    warmup=self.cfg.warmup,
+                    sampler=sampler,
                 )
-                lat, returned, errors = result["latencies_ms"], result["memories"], result["errors"]
-                t0, t1 = result["started_at"], result["ended_at"]
-                client_cpu_ms = 1000 * result["client_cpu_s"] / max(1, len(lat))
-            wall = max(1e-6, t1 - t0)
-            if stack is not None:
-                # the window runs on until the logs of these recalls are in ClickHouse:
-                # that deferred work is part of what a recall costs the process
-                await self._settle(stack, service)
-                t2 = time.time()
-                cpu_s = max(0.0, sampler.cpu_between(t0, t2) - base_rate * (t2 - t0))
-            line = {
+        cell: dict[str, dict[str, Any]] = {}
+        for path, run in runs.items():
+            lat = run.latencies
+            cell[path] = {
                 "bench": "serve-recall",
                 "path": path,
                 "concurrency": concurrency,
                 "ingest": ingest,
                 **_summary(lat),
-                "recalls_per_s": len(lat) / wall,
-                "mean_memories": sum(returned) / max(1, len(returned)),
-                "errors": errors,
-                "gateway_cpu_ms_per_recall": None if cpu_s is None else 1000 * cpu_s / max(1, len(lat)),
-                "client_cpu_ms_per_recall": client_cpu_ms,
-                "client_processes": None if path in ("pipeline", "service") else result["client_processes"],
-                "no_traffic_cpu_cores": base_rate,
+                "rounds": rounds,
+                "recalls_per_s": len(lat) / max(1e-6, run.wall_s),
+                "mean_memories": sum(run.returned) / max(1, len(run.returned)),
+                "errors": run.errors[:5],
+                "gateway_cpu_ms_per_recall": None if stack is None else 1000 * run.cpu_s / max(1, len(lat)),
+                "client_cpu_ms_per_recall": None
+                if run.client_processes is None
+                else 1000 * run.client_cpu_s / max(1, len(lat)),
+                "client_processes": run.client_processes,
+                "no_traffic_cpu_cores": run.base_rate,
                 **extra,
                 "load_avg": loadavg(),
             }
-            cell[path] = line
         base = cell.get("pipeline")
         for line in cell.values():
             if base is not None and base["p95_ms"] and line["p95_ms"] is not None:
                 line["p95_vs_pipeline"] = round(line["p95_ms"] / base["p95_ms"], 3)
             self.emit(rounded(line))
         return cell
+
+    async def _block(
+        self,
+        path: str,
+        requests: Sequence[tuple[str, UserInfo]],
+        run: _PathRun,
+        *,
+        concurrency: int,
+        stack: Stack | None,
+        service: MemoryService | None,
+        principals: dict[str, Any],
+        url: str,
+        keys: dict[str, str],
+        sampler: CpuSampler,
+    ) -> None:
+        """One path over one slice of the queries, added to ``run``. The process's rate with no
+        traffic is sampled before the path's first block (once per path and cell)."""
+        await self._settle(stack, service)
+        self._clear_cache(stack)
+        if run.base_rate is None:
+            run.base_rate = await self._idle_rate()
+        base_rate = run.base_rate
+        if path in ("pipeline", "service"):
+            assert service is not None
+            lat, returned, t0, t1 = await _in_process(
+                service, principals, requests, self.warm, concurrency, pipeline_only=path == "pipeline"
+            )
+        else:
+            result = await _clients(
+                url=url,
+                transport=path,
+                concurrency=concurrency,
+                keys=keys,
+                requests=requests,
+                warm=self.warm,
+                warmup=self.cfg.warmup,
+            )
+            lat, returned = result["latencies_ms"], result["memories"]
+            t0, t1 = result["started_at"], result["ended_at"]
+            run.errors += result["errors"]
+            run.client_cpu_s += result["client_cpu_s"]
+            run.client_processes = result["client_processes"]
+        run.latencies += lat
+        run.returned += returned
+        run.wall_s += t1 - t0
+        if stack is not None:
+            # the window runs on until the logs of these recalls are in ClickHouse:
+            # that deferred work is part of what a recall costs the process
+            await self._settle(stack, service)
+            t2 = time.time()
+            run.cpu_s += max(0.0, sampler.cpu_between(t0, t2) - base_rate * (t2 - t0))
 
     async def run(self) -> None:
         """Load (embedded mode), then measure idle and under ingest; emit a summary line."""
@@ -693,6 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pool-size", type=int, default=2400)
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--rounds", type=int, default=4, help="Interleaved rounds of the paths per cell.")
     parser.add_argument("--drain-timeout-s", type=float, default=300.0, help="Wait for ingest to drain.")
     parser.add_argument("--url", default=None, help="A running gateway instead of the embedded default.")
     parser.add_argument("--key", action="append", default=[], help="With --url: TENANT=KEY (repeat).")
@@ -714,6 +801,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         url=args.url,
         keys=dict(k.split("=", 1) for k in args.key),
         drain_timeout_s=args.drain_timeout_s,
+        rounds=max(1, args.rounds),
     )
     unknown = set(cfg.paths) - set(PATHS)
     if unknown:
