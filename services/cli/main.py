@@ -154,20 +154,12 @@ def demo(
     import tempfile  # noqa: PLC0415
 
     from hindsight.eval import locomo  # noqa: PLC0415
-    from services.cli.demo import read_jsonl, run_demo  # noqa: PLC0415
-    from services.cli.embedded import embedded_stack  # noqa: PLC0415
-    from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
-    scratch = (
-        None
-        if data_dir
-        else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
-    )
-    workdir = data_dir or Path(scratch.name if scratch else ".")
-    cfg = _settings(workdir, bootstrap, quiet=True)  # HINDSIGHT_LOG_LEVEL=INFO shows the stages' logs
-    api_key = "dev-demo-key"
+    # the input is checked before the stack's modules are imported: a wrong id or path fails at once
     try:
         if jsonl is not None:
+            from services.cli.demo import read_jsonl  # noqa: PLC0415
+
             events = read_jsonl(jsonl)
             questions: list[locomo.Question] = []
             n_conv = len({(e.tenant_id, e.user_id) for e in events})
@@ -188,6 +180,19 @@ def demo(
             tenants = [locomo.TENANT]
     except locomo.DatasetError as exc:
         raise _fail(exc) from exc
+
+    from services.cli.demo import run_demo  # noqa: PLC0415
+    from services.cli.embedded import embedded_stack  # noqa: PLC0415
+    from services.gateway.settings import GatewaySettings  # noqa: PLC0415
+
+    scratch = (
+        None
+        if data_dir
+        else tempfile.TemporaryDirectory(prefix="hindsight-demo-", ignore_cleanup_errors=True)
+    )
+    workdir = data_dir or Path(scratch.name if scratch else ".")
+    cfg = _settings(workdir, bootstrap, quiet=True)  # HINDSIGHT_LOG_LEVEL=INFO shows the stages' logs
+    api_key = "dev-demo-key"
     gateway = GatewaySettings(port=0, api_keys={api_key: tenants[0]} if tenants else {})
     typer.echo(
         f"demo: {n_conv} conversation(s), {len(events)} events, {len(questions)} questions; "
