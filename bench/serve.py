@@ -418,6 +418,19 @@ def blocks(requests: Sequence[Any], rounds: int) -> list[Sequence[Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What one cell measures against: the embedded stack and service (None with ``--url``), the
+    principals of the in-process paths, the gateway URL and keys of the clients, the CPU sampler."""
+
+    stack: Stack | None
+    service: MemoryService | None
+    principals: dict[str, Any]
+    url: str
+    keys: dict[str, str]
+    sampler: CpuSampler
+
+
 @dataclass
 class _PathRun:
     """One path's recalls in one cell, summed over its blocks."""
@@ -499,20 +512,10 @@ class ServeBench:
         paths = [p for p in self.cfg.paths if service is not None or p not in ("pipeline", "service")]
         rounds = rounds_for(len(self.requests), concurrency, self.cfg.rounds)
         runs = {path: _PathRun() for path in paths}
+        target = _Target(stack, service, principals, url, keys, sampler)
         for block in blocks(self.requests, rounds):
             for path in paths:
-                await self._block(
-                    path,
-                    block,
-                    runs[path],
-                    concurrency=concurrency,
-                    stack=stack,
-                    service=service,
-                    principals=principals,
-                    url=url,
-                    keys=keys,
-                    sampler=sampler,
-                )
+                await self._block(path, block, runs[path], concurrency, target)
         cell: dict[str, dict[str, Any]] = {}
         for path, run in runs.items():
             lat = run.latencies
@@ -547,17 +550,12 @@ class ServeBench:
         path: str,
         requests: Sequence[tuple[str, UserInfo]],
         run: _PathRun,
-        *,
         concurrency: int,
-        stack: Stack | None,
-        service: MemoryService | None,
-        principals: dict[str, Any],
-        url: str,
-        keys: dict[str, str],
-        sampler: CpuSampler,
+        target: _Target,
     ) -> None:
         """One path over one slice of the queries, added to ``run``. The process's rate with no
         traffic is sampled before the path's first block (once per path and cell)."""
+        stack, service, sampler = target.stack, target.service, target.sampler
         await self._settle(stack, service)
         self._clear_cache(stack)
         if run.base_rate is None:
@@ -566,14 +564,14 @@ class ServeBench:
         if path in ("pipeline", "service"):
             assert service is not None
             lat, returned, t0, t1 = await _in_process(
-                service, principals, requests, self.warm, concurrency, pipeline_only=path == "pipeline"
+                service, target.principals, requests, self.warm, concurrency, pipeline_only=path == "pipeline"
             )
         else:
             result = await _clients(
-                url=url,
+                url=target.url,
                 transport=path,
                 concurrency=concurrency,
-                keys=keys,
+                keys=target.keys,
                 requests=requests,
                 warm=self.warm,
                 warmup=self.cfg.warmup,
