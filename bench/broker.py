@@ -35,7 +35,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from bench.common import latency_summary, loadavg, print_line, scratch_dir
+from bench.common import arg_parser, latency_summary, loadavg, print_line, scratch_dir
 from bench.idle import cpu_seconds, rss_mib, tree_cpu
 from bench.up import UpProcess
 from hindsight.brokers.admin import ensure_topics
@@ -289,7 +289,7 @@ def measure_up(kind: EmbeddedKind, workdir: Path, args: argparse.Namespace) -> d
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line (``hindsight bench broker --help``); prints the JSON lines; 0 on success."""
-    parser = argparse.ArgumentParser(prog="hindsight bench broker", description=__doc__.splitlines()[0])
+    parser = arg_parser("hindsight bench broker", __doc__)
     parser.add_argument(
         "--broker", action="append", choices=["kafka", "tansu"], help="repeatable; default: kafka and tansu"
     )

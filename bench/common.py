@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -18,6 +20,7 @@ __all__ = [
     "REPO_ROOT",
     "SHARED_DATA",
     "Stopwatch",
+    "arg_parser",
     "latency_summary",
     "loadavg",
     "percentile",
@@ -32,6 +35,26 @@ DEFAULT_DATA = Path("../shared/data/locomo_dev.json")
 """The LoCoMo dev file, relative to the working directory (the checkout, with ``../shared`` beside it)."""
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo_dev.json"
 """The same file found from the checkout instead of the working directory."""
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: ...)`` where there is a default to show (not for flags, ``None`` or ``[]``)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default == [] or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def arg_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """A bench command's parser: ``--help`` shows every option's default; the description is the first
+    line of the module docstring ``doc`` without its issue reference."""
+    first = (doc or "").strip().splitlines()[0] if doc and doc.strip() else None
+    return argparse.ArgumentParser(
+        prog=prog,
+        description=re.sub(r"\s*\(issues? [\d, ]+\)", "", first) if first else None,
+        formatter_class=_DefaultsHelp,
+    )
 
 
 def rounded(line: Mapping[str, Any], digits: int = 2) -> dict[str, Any]:

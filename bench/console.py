@@ -14,7 +14,6 @@ memory's ``created_ts`` read from the store and binned) and warm (the bins read 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import socket
 import sys
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import latency_summary, loadavg, print_line, scratch_dir
+from bench.common import arg_parser, latency_summary, loadavg, print_line, scratch_dir
 
 ADMIN = "dev-bench-console-admin"
 TENANT = "bench-console"
@@ -218,7 +217,7 @@ async def run(memories: int, repeat: int, workdir: Path, seed: int) -> list[dict
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench console`` command line: one JSON line per page."""
-    parser = argparse.ArgumentParser(prog="hindsight bench console", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench console", __doc__)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--seed", type=int, default=5)

@@ -28,7 +28,6 @@ run too; those layers are otherwise covered by ``tests/integration/test_guard_st
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -39,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from bench.common import arg_parser
 from hindsight.pii import redact
 from schemas import GuardedEvent, InteractionEvent, QuarantineRecord
 from services.guard.app import policy_from
@@ -212,7 +212,7 @@ def layer_cost_us(
 
 def main(argv: Sequence[str] = ()) -> int:
     """Print the benchmark's JSON lines; exit code 0."""
-    parser = argparse.ArgumentParser(prog="hindsight bench guard", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench guard", __doc__)
     parser.add_argument("--set", type=Path, default=SET_PATH, help="labelled set (KIND|SOURCE|TEXT lines)")
     for split, (path, what) in HELD_OUT_SETS.items():
         parser.add_argument(f"--{split}", type=Path, default=path, help=f"{what} (split '{split}')")

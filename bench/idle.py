@@ -8,14 +8,13 @@ one JSON line: the share of one core each process used, and the total (issue 12 
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import loadavg, print_line, scratch_dir
+from bench.common import arg_parser, loadavg, print_line, scratch_dir
 from bench.up import UpProcess, process_tree
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -83,7 +82,7 @@ def measure_up_idle(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``hindsight bench idle``: one JSON line per embedded broker asked for."""
-    parser = argparse.ArgumentParser(prog="hindsight bench idle", description=__doc__.splitlines()[0])
+    parser = arg_parser("hindsight bench idle", __doc__)
     parser.add_argument(
         "--broker", action="append", choices=["kafka", "tansu"], help="repeatable; default kafka"
     )

@@ -11,7 +11,6 @@ stops it at the end; ``tritonserver_startup_s`` reports how long the start took.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -23,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, SHARED_DATA, percentile, print_line
+from bench.common import REPO_ROOT, SHARED_DATA, arg_parser, percentile, print_line
 from hindsight.inference.embedder import Embedder, LocalE5Embedder
 from hindsight.inference.reranker import EmbeddingCosineReranker, Reranker
 from hindsight.inference.triton_client import TritonTarget
@@ -191,7 +190,7 @@ def run_inference_bench(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run :func:`run_inference_bench`, print one JSON line; exit 0 (2 on a setup error)."""
-    parser = argparse.ArgumentParser(prog="hindsight bench inference", description=__doc__.splitlines()[0])
+    parser = arg_parser("hindsight bench inference", __doc__)
     parser.add_argument("--triton-http-url", help="host:port of a running server's HTTP endpoint")
     parser.add_argument("--triton-grpc-url", help="host:port of a running server's gRPC endpoint")
     parser.add_argument("--repository", type=Path, default=CPU_REPOSITORY, help="model repository to start")

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, latency_summary, loadavg, print_line
+from bench.common import REPO_ROOT, arg_parser, latency_summary, loadavg, print_line
 from hindsight.inference.judge import Fact, JudgePair, Statement, Verdict
 from hindsight.inference.judge_features import pair_features
 from hindsight.inference.llm_judge import JudgePolicy
@@ -411,7 +411,7 @@ def run_facts(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command-line options (see the module doc)."""
-    parser = argparse.ArgumentParser(prog="hindsight bench judge", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench judge", __doc__)
     parser.add_argument("--backend", choices=("local", "llm", "nli", "rules"), default="local")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
     parser.add_argument("--limit", type=int, default=0, help="First N pairs only (0 = all).")

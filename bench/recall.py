@@ -17,7 +17,6 @@ Run: ``.venv/bin/python -m bench.recall --conversations conv-26,conv-30``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import sys
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import DEFAULT_DATA, loadavg, print_line, scratch_dir
+from bench.common import DEFAULT_DATA, arg_parser, loadavg, print_line, scratch_dir
 from bench.stack import embedded
 from hindsight.eval import locomo, metrics
 from hindsight.eval.baselines import SYSTEMS, EmbeddingCache, TurnIndex, conversation_turns
@@ -310,7 +309,7 @@ def run_recall_bench(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench recall`` command line: prints one JSON line per system, Hindsight last."""
-    parser = argparse.ArgumentParser(prog="hindsight bench recall", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench recall", __doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file.")
     parser.add_argument("--conversations", default=None, help="Comma-separated sample ids (default: all).")
     parser.add_argument("--k", type=int, default=10, help="top_k of every system (default 10).")

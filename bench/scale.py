@@ -33,7 +33,6 @@ point holds: dense vector, payload, and a sparse BM25 vector when the store supp
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import inspect
 import logging
@@ -46,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.common import DEFAULT_DATA, latency_summary, loadavg, print_line, rounded, scratch_dir
+from bench.common import DEFAULT_DATA, arg_parser, latency_summary, loadavg, print_line, rounded, scratch_dir
 from bench.stack import IngestProbe, embedded
 from bench.synth import (
     REFERENCE_TIME,
@@ -469,7 +468,7 @@ def _reranker(embedder: Embedder) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench scale`` command line: prints one JSON line per measurement as it completes."""
-    parser = argparse.ArgumentParser(prog="hindsight bench scale", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench scale", __doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo file (texts, questions).")
     parser.add_argument("--sizes", default="10000,100000", help="Comma-separated memory counts.")
     parser.add_argument("--users", type=int, default=1000)

@@ -38,7 +38,6 @@ Run: ``uv run hindsight bench serve --memories 10000`` (JSON lines on stdout).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -51,7 +50,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import DEFAULT_DATA, REPO_ROOT, latency_summary, loadavg, print_line, rounded, scratch_dir
+from bench.common import (
+    DEFAULT_DATA,
+    REPO_ROOT,
+    arg_parser,
+    latency_summary,
+    loadavg,
+    print_line,
+    rounded,
+    scratch_dir,
+)
 from bench.stack import IngestProbe, embedded
 from bench.synth import (
     UserInfo,
@@ -764,9 +772,9 @@ def summary(cells: dict[tuple[str, int], dict[str, dict[str, Any]]]) -> dict[str
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench serve`` command line: prints one JSON line per measurement as it completes."""
-    parser = argparse.ArgumentParser(prog="hindsight bench serve", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench serve", __doc__)
     parser.add_argument("--memories", type=int, default=10_000, help="Memories preloaded (e.g. 100000).")
-    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--users", type=int, default=1000, help="Users the memories belong to.")
     parser.add_argument("--queries", type=int, default=200, help="Recalls per path and concurrency.")
     parser.add_argument("--concurrency", default="1,4,16", help="Closed-loop callers, comma-separated.")
     parser.add_argument("--paths", default=",".join(PATHS), help="Of pipeline,service,http,mcp.")
@@ -774,9 +782,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ingest-rate", type=float, default=None, help="Events/s (default: embedder's / 2).")
     parser.add_argument("--idle-seconds", type=float, default=60.0, help="Idle CPU window of `up` (0: skip).")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo file (texts, questions).")
-    parser.add_argument("--pool-size", type=int, default=2400)
-    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
-    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--pool-size", type=int, default=2400, help="Distinct texts of the memories.")
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="Cache of the pool embeddings.")
+    parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     parser.add_argument("--rounds", type=int, default=4, help="Interleaved rounds of the paths per cell.")
     parser.add_argument("--drain-timeout-s", type=float, default=300.0, help="Wait for ingest to drain.")
     parser.add_argument("--url", default=None, help="A running gateway instead of the embedded default.")

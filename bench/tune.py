@@ -29,7 +29,6 @@ Run: ``uv run hindsight bench tune`` (both), ``--part synthetic|locomo``, ``--ro
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -43,7 +42,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import DEFAULT_DATA, REPO_ROOT, loadavg, print_line, scratch_dir
+from bench.common import DEFAULT_DATA, REPO_ROOT, arg_parser, loadavg, print_line, scratch_dir
 from bench.tune_synthetic import Truth
 
 if TYPE_CHECKING:
@@ -380,7 +379,7 @@ async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench tune`` command line: JSON lines per part."""
-    parser = argparse.ArgumentParser(prog="hindsight bench tune", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench tune", __doc__)
     parser.add_argument("--part", choices=("both", "synthetic", "locomo"), default="both")
     parser.add_argument("--rows", type=int, default=1_000_000, help="Synthetic candidate rows (default 1M).")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file.")

@@ -31,7 +31,6 @@ JSON lines:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -47,7 +46,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import loadavg, print_line, scratch_dir
+from bench.common import arg_parser, loadavg, print_line, scratch_dir
 from bench.stack import embedded
 from hindsight.ids import turn_memory_id
 from hindsight.observability import configure_logging
@@ -412,7 +411,7 @@ def lines(mode: str, outcomes: Sequence[Outcome], run: dict[str, Any]) -> list[d
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``hindsight bench updates``; prints JSON lines, returns the exit code."""
-    parser = argparse.ArgumentParser(prog="hindsight bench updates", description=__doc__.split("\n")[0])
+    parser = arg_parser("hindsight bench updates", __doc__)
     parser.add_argument("--split", choices=("all", "dev", "heldout"), default="all")
     parser.add_argument("--limit", type=int, default=None, help="First N scenarios of each language.")
     parser.add_argument(

@@ -76,3 +76,32 @@ def test_process_tree_cpu_counts_a_busy_child() -> None:
     name, cpu_s = seen[child.pid]
     assert name.startswith("python")
     assert 0.45 <= cpu_s < 5.0
+
+
+@pytest.mark.timeout(700)
+def test_bench_ingest_measures_the_embedder_the_burst_and_the_steady_rate() -> None:
+    args = ["bench", "ingest", "--data", str(DATA), "--burst", "6", "--seconds", "4", "--baseline-texts", "3"]
+    lines = hindsight(*args, "--fraction", "0.5", "--no-reconcile", timeout_s=600)
+    kinds = [x["bench"] for x in lines]
+    assert kinds == ["ingest-embedder", "ingest-burst", "ingest-steady", "ingest-summary"]
+    assert all(x["reconcile"] is False for x in lines)
+    embedder, burst, steady, summary = lines
+    assert embedder["texts"] == 3
+    assert 900 <= embedder["text_chars_mean"] <= 1100  # ~1 KB events
+    rates = (embedder["batch1_texts_per_s"], embedder["batch8_texts_per_s"])
+    assert embedder["standalone_texts_per_s"] == max(rates)
+    # every burst event is either stored or dropped by the write-trigger, and the drain rate counts
+    # the stored ones from the first publish (not from the first arrival: that read 3-4x too high)
+    assert burst["stored"] + burst["not_stored"] == 6
+    assert burst["stored"] >= 1
+    assert burst["drain_events_per_s"] == pytest.approx(burst["stored"] / burst["drain_seconds"], rel=0.02)
+    assert burst["first_stored_after_s"] <= burst["drain_seconds"]
+    # the embed stage cannot be busy longer than the drain lasted, nor store faster while busy than overall
+    assert 0 < burst["embed_stage_busy_share"] <= 1.05
+    assert burst["embed_stage_events_per_busy_s"] >= burst["drain_events_per_s"] * 0.95
+    assert steady["offered_events_per_s"] == pytest.approx(0.5 * embedder["standalone_texts_per_s"], abs=0.01)
+    assert steady["stored"] <= steady["events"]
+    assert steady["searchable_p50_ms"] <= steady["searchable_p95_ms"]
+    assert summary["burst_vs_standalone_mean"] == pytest.approx(
+        burst["drain_events_per_s"] / summary["standalone_before_after_mean"], rel=0.05
+    )
