@@ -294,7 +294,11 @@ class JudgeSettings(BaseSettings):
         "(HINDSIGHT_EMBEDDER_PASSAGE_NICE, 10) get the CPU first, reconcile what is left.",
     )
     n_ctx: int = Field(4096, ge=512, description="Context tokens over both prefix-cache slots (local).")
-    timeout_s: float = Field(120.0, gt=0, description="Bound on one model call (s).")
+    timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="Bound on one model call from when the model starts on it (s).",
+    )
     max_attempts: int = Field(2, ge=1, le=5, description="Requests per item when the reply is invalid.")
     pairs_per_prompt: int = Field(
         1, ge=1, le=16, description="Pairs per request (llm backend only; measure before raising it)."

@@ -202,8 +202,15 @@ class LlamaCppChat:
     ``n_ctx / slots``); a request's ``slot`` picks one, so each fixed prompt prefix stays cached in
     its own slot. Load time ~3.5 s and ~1.9 GB RAM for Qwen2.5-1.5B Q4_K_M (INFRA.md).
 
-    A call that exceeds ``timeout_s`` raises :class:`ModelUnavailableError`; generation is also
-    bounded inside llama.cpp (``t_max_predict_ms``) so the thread frees itself soon after.
+    ``timeout_s`` bounds a call from the moment the model starts on it: one that runs longer raises
+    :class:`ModelUnavailableError`, and generation is also bounded inside llama.cpp
+    (``t_max_predict_ms``) so the thread frees itself soon after. The time a call waits behind
+    earlier ones (reflection and reconcile share the model; on two busy cores a queue of session
+    summaries takes minutes) is load, not a fault: it is bounded separately by ``queue_timeout_s``,
+    after which the call is withdrawn from the queue (it never runs) and raises the same error. A
+    consumer retries it; its lag shows the backlog. Before 2026-12-02 the one bound covered both, so
+    ``make demo`` on a loaded machine logged "gave no answer within 120 s" for reconcile calls
+    queued behind reflection, and each timed-out call still ran later, beside its own retry.
 
     Args:
         path: the ``.gguf`` file.
@@ -216,7 +223,8 @@ class LlamaCppChat:
             reconcile judged the burst before it.
         n_ctx: total context tokens over all slots.
         slots: parallel prefix-cache slots.
-        timeout_s: bound on one call (s).
+        timeout_s: bound on one call once it runs (s).
+        queue_timeout_s: bound on a call's wait behind earlier calls (s).
 
     Raises:
         ConfigurationError: the file is missing or ``xllamacpp`` is not installed or cannot load it.
@@ -232,6 +240,7 @@ class LlamaCppChat:
         n_ctx: int = 4096,
         slots: int = 2,
         timeout_s: float = 120.0,
+        queue_timeout_s: float = 900.0,
     ) -> None:
         if not path.is_file():
             raise ConfigurationError(
@@ -244,6 +253,7 @@ class LlamaCppChat:
             raise ConfigurationError("the local judge needs the 'xllamacpp' package: run 'uv sync'") from exc
         self._name = name
         self._timeout_s = timeout_s
+        self._queue_timeout_s = queue_timeout_s
         self._lock = threading.Lock()
         self._thread = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="hindsight-llm", initializer=lower_priority, initargs=(nice,)
@@ -280,20 +290,35 @@ class LlamaCppChat:
             raise ConfigurationError(f"llama.cpp refused the request: {str(response['error'])[:300]}")
         return response
 
-    def handle(self, body: ChatBody, *, timeout_s: float | None = None) -> ChatBody:
+    def handle(
+        self, body: ChatBody, *, timeout_s: float | None = None, queue_timeout_s: float | None = None
+    ) -> ChatBody:
         """Answer a raw OpenAI ``/chat/completions`` request body (non-streamed) on the model's thread.
 
         Raises:
-            ModelUnavailableError: no answer within ``timeout_s`` (default: the constructor's) or the
-                model is closed.
+            ModelUnavailableError: no answer within ``timeout_s`` (default: the constructor's) of the
+                model starting on it, or still queued behind earlier calls after ``queue_timeout_s``
+                (then withdrawn: it never runs), or the model is closed.
             ConfigurationError: llama.cpp refused the request (bad schema, prompt over the context).
         """
         bound = timeout_s or self._timeout_s
+        queue_bound = queue_timeout_s or self._queue_timeout_s
         body = {**body, "stream": False, "t_max_predict_ms": int(bound * 1000)}
+        started = threading.Event()
+
+        def run() -> ChatBody:
+            started.set()
+            return self._call(body)
+
         with self._lock:
             if self._server is None:
                 raise ModelUnavailableError(f"local model {self._name} is closed")
-            future = self._thread.submit(self._call, body)
+            future = self._thread.submit(run)
+        if not started.wait(timeout=queue_bound) and future.cancel():
+            raise ModelUnavailableError(
+                f"local model {self._name} was still busy with earlier calls after {queue_bound} s; the "
+                "call was withdrawn (reflection and reconcile share the model: see their consumer lag)"
+            )
         try:
             return future.result(timeout=bound)
         except FutureTimeout as exc:

@@ -8,6 +8,8 @@ about another person, a Chinese number update); every assertion could fail.
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
@@ -81,6 +83,41 @@ def test_local_model_call_past_its_bound_is_model_unavailable(local_chat: LlamaC
     request = ChatRequest(messages=({"role": "user", "content": "Count from 1 to 50."},), max_tokens=8)
     with pytest.raises(ModelUnavailableError, match="no answer within"):
         local_chat.handle(request.body(with_slot=False), timeout_s=0.001)
+
+
+def test_a_call_queued_behind_another_is_bounded_from_its_start_not_from_its_submission(
+    local_chat: LlamaCppChat,
+) -> None:
+    long = ChatRequest(
+        messages=({"role": "user", "content": "Count from 1 to 200, comma-separated."},), max_tokens=64
+    )
+    short = ChatRequest(messages=({"role": "user", "content": "Say yes."},), max_tokens=1)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        started = time.monotonic()
+        first = pool.submit(local_chat.handle, long.body(with_slot=False), timeout_s=300)
+        time.sleep(0.3)  # the long call is on the model's thread now
+        # its own work is a 1-token answer; the wait behind the long call is load, not a timeout
+        reply = local_chat.handle(short.body(with_slot=False), timeout_s=4.0)
+        waited = time.monotonic() - started
+        assert first.result()["choices"][0]["message"]["content"]
+    assert "choices" in reply
+    assert waited > 4.0, f"the long call took {waited:.1f} s: too short to show the queue wait"
+
+
+def test_a_call_queued_past_its_queue_bound_is_withdrawn(local_chat: LlamaCppChat) -> None:
+    long = ChatRequest(
+        messages=({"role": "user", "content": "Count from 1 to 200, comma-separated."},), max_tokens=32
+    )
+    short = ChatRequest(messages=({"role": "user", "content": "Say yes."},), max_tokens=1)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(local_chat.handle, long.body(with_slot=False), timeout_s=300)
+        time.sleep(0.3)
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailableError, match="withdrawn"):
+            local_chat.handle(short.body(with_slot=False), timeout_s=60, queue_timeout_s=0.2)
+        assert time.monotonic() - started < 2.0  # it did not wait for the long call
+        assert first.result()["choices"]
+    assert "choices" in local_chat.handle(short.body(with_slot=False), timeout_s=60)  # the model still serves
 
 
 def test_openai_timeout_and_unreachable_server_are_model_unavailable(openai_server: str) -> None:
