@@ -165,7 +165,7 @@ async def _pipeline(
     async with embedded(data_dir, {API_KEY: locomo.TENANT}, max_top_k=max(k, 15)) as stack:
         started = time.perf_counter()
         await publish(stack.bootstrap, events)
-        await wait_with_progress(stack, interactions, timeout_s)
+        await wait_with_progress(stack, interactions, len(events) - interactions, timeout_s)
         run.ingest_seconds = time.perf_counter() - started
         if wait_reconcile:
             run.reconcile_seconds = await wait_for_reconcile(stack, timeout_s)

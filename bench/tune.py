@@ -238,7 +238,7 @@ async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
     async with embedded_stack(cfg, gateway) as stack:
         started = time.perf_counter()
         await publish(stack.bootstrap, events)
-        await wait_with_progress(stack, len(events), timeout_s)
+        await wait_with_progress(stack, len(events), 0, timeout_s)
         ingest_s = time.perf_counter() - started
         headers = {"Authorization": f"Bearer {API_KEY}"}
         uses: dict[str, list[float]] = {}

@@ -144,10 +144,16 @@ RECONCILE_GROUP = "ingest-reconcile"
 """Group suffix of reconcile: behind ingest; memories are searchable before it reaches them."""
 
 
-async def wait_with_progress(stack: Stack, interactions: int, timeout_s: float) -> None:
+async def wait_with_progress(stack: Stack, interactions: int, sessions: int, timeout_s: float) -> None:
     """Show a progress bar of the interactions through guard, write-trigger and embedding (each
-    stage's consumer lag subtracted; the embed stage is the slow one), then wait until every group but
-    reconcile has lag 0 (every memory is searchable, every session reflected, the access log written)."""
+    stage's consumer lag subtracted; the embed stage is the slow one), then one of the ``sessions``
+    closes through reflection (an LLM call each on CPU; a close parked until its turns are stored
+    counts as not done), then wait until every group but reconcile has lag 0 (every memory is
+    searchable, every session reflected, the access log written).
+
+    Raises:
+        TimeoutError: a group still lags after ``timeout_s``.
+    """
     kafka = stack.resources.settings.kafka
     stages = (
         (kafka.group("guard"), [Topic.INTERACTIONS]),
@@ -163,6 +169,17 @@ async def wait_with_progress(stack: Stack, interactions: int, timeout_s: float) 
             if not any(lags):
                 break
             await asyncio.sleep(0.5)
+    if sessions and "reflect" in stack.resources.stage_topics:
+        queue = await stack.resources.reflection_queue()
+        with tqdm(total=sessions, desc="reflect", unit="session", leave=False) as bar:
+            while time.monotonic() < deadline:
+                waiting = await consumer_lag(stack.bootstrap, kafka.group("reflect"), [Topic.SESSIONS])
+                waiting += await queue.parked()
+                done = min(sessions, max(bar.n, sessions - waiting))
+                bar.update(done - bar.n)
+                if not waiting:
+                    break
+                await asyncio.sleep(0.5)
     await stack.wait_caught_up(timeout_s=max(1.0, deadline - time.monotonic()), exclude=(RECONCILE_GROUP,))
 
 
@@ -242,7 +259,8 @@ async def evaluate(
             statistics.quantiles(latencies, n=20)[18] if len(latencies) > 1 else latencies[0]
         )
         result.by_category = {
-            str(c): {"recall_at_10": statistics.fmean(v), "n": len(v)} for c, v in sorted(per_cat.items())
+            str(c): {"recall_at_10": round(statistics.fmean(v), 4), "n": len(v)}
+            for c, v in sorted(per_cat.items())
         }
 
 
@@ -264,7 +282,8 @@ async def run_demo(
     interactions = sum(isinstance(e, InteractionEvent) for e in events)
     started = time.perf_counter()
     await publish(stack.bootstrap, events)
-    await wait_with_progress(stack, interactions, timeout_s)
+    sessions = sum(isinstance(e, SessionClosedEvent) for e in events)
+    await wait_with_progress(stack, interactions, sessions, timeout_s)
     result.ingest_seconds = time.perf_counter() - started
     result.ingest_events_per_s = len(events) / result.ingest_seconds if result.ingest_seconds else 0.0
     if wait_reconcile:
