@@ -18,8 +18,9 @@ The held-out third (``crc32(text) % 3 == 0``) never trained the classifier nor t
 on it, then used to find failure families) and the ``blind`` split (``bench/data/guard_blind.txt``,
 written after the second round of changes, frozen before any run; read on 2026-12-02 to find the
 families it leaked), the ``blind2`` split (``bench/data/guard_blind2.txt``, a fourth author,
-frozen before any run; read on 2026-12-02) and the ``blind3`` split (``bench/data/guard_blind3.txt``,
-a fifth author, frozen before any run) are reported on their own. With
+frozen before any run; read on 2026-12-02), the ``blind3`` split (``bench/data/guard_blind3.txt``,
+a fifth author, frozen before any run) and the ``blind4`` split (``bench/data/guard_blind4.txt``, a
+sixth author, frozen before any run) are reported on their own. With
 ``--e2e N`` (default 40) a stratified sample of the held-out splits also goes through the gateway
 on the embedded default (:mod:`bench.guard_e2e`: what was
 stored, what was quarantined, secrets found in any store), where bursts and the consistency check
@@ -58,11 +59,15 @@ BLIND2_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind2.txt"
 """Fourth set (split ``blind2``): a new author, 2026-12-02, frozen before the guard first ran on it."""
 BLIND3_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind3.txt"
 """Fifth set (split ``blind3``): another new author, 2026-12-02, frozen before the guard first ran on it."""
+BLIND4_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind4.txt"
+"""Sixth set (split ``blind4``): a sixth author, 2026-12-02 (evening), frozen before the guard first ran
+on it; never trains the classifier (``fresh`` .. ``blind3`` do since then, see docs/guard.md)."""
 HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "fresh": (FRESH_PATH, "second held-out set"),
     "blind": (BLIND_PATH, "third held-out set"),
     "blind2": (BLIND2_PATH, "fourth held-out set"),
     "blind3": (BLIND3_PATH, "fifth held-out set"),
+    "blind4": (BLIND4_PATH, "sixth held-out set"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""
 NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"
