@@ -62,12 +62,16 @@ BLIND3_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind3.txt"
 BLIND4_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind4.txt"
 """Sixth set (split ``blind4``): a sixth author, 2026-12-02 (evening), frozen before the guard first ran
 on it; never trains the classifier (``fresh`` .. ``blind3`` do since then, see docs/guard.md)."""
+DEV5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_dev5.txt"
+"""A redaction development set (split ``dev5``, 170 lines: secrets, PII, look-alikes in prose) by
+another author, written to be read: the rule fixes of 2026-12-02 (evening) came from its misses."""
 HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "fresh": (FRESH_PATH, "second held-out set"),
     "blind": (BLIND_PATH, "third held-out set"),
     "blind2": (BLIND2_PATH, "fourth held-out set"),
     "blind3": (BLIND3_PATH, "fifth held-out set"),
     "blind4": (BLIND4_PATH, "sixth held-out set"),
+    "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""
 NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"

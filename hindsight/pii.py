@@ -180,6 +180,37 @@ def _digits(value: str) -> str:
 # email
 
 _EMAIL_RE: Final = re.compile(r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64})@([A-Za-z0-9.\-]{1,253})")
+_AT: Final = r"(?:\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+)"
+_DOT: Final = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+|\.)"
+_SPELLED_EMAIL_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64})"
+    + _AT
+    + r"([A-Za-z0-9\-]{1,63}(?:"
+    + _DOT
+    + r"[A-Za-z0-9\-]{1,63}){0,3})"
+    + _DOT
+    + r"([A-Za-z]{2,24})(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+"""An address spelled out against scrapers: ``jdoe [at] fastmail [dot] fm``, ``li.wei at qq dot com``."""
+_MAIL_WORD_RE: Final = re.compile(r"e-?mail|mail|邮箱|邮件|郵箱|contact|reach|write\s+to", re.IGNORECASE)
+
+
+def _detect_spelled_email(text: str) -> Iterator[_Span]:
+    """Spelled-out addresses: bracketed ``[at]`` / ``(dot)`` always; the bare ``x at y dot com`` form
+    only with a mail word in the 40 characters before and a ``.``, ``_``, ``+`` or digit in the local
+    part ("look at this dot com bubble" is prose)."""
+    pos = 0
+    while (m := _SPELLED_EMAIL_RE.search(text, pos)) is not None:
+        bracketed = any(c in m.group() for c in "[({<")
+        if bracketed or (
+            any(c in m.group(1) for c in "._+0123456789")
+            and _MAIL_WORD_RE.search(text, max(0, m.start() - 40), m.start())
+        ):
+            yield "email", m.start(), m.end()
+            pos = m.end()
+        else:  # "accountant at li.wei at qq dot com": the address may start at a later word
+            pos = m.start(1) + len(m.group(1).split()[0]) + 1
 
 
 def _detect_email(text: str) -> Iterator[_Span]:
@@ -238,18 +269,29 @@ NATIONAL_MAX_DIGITS: Final[int] = 12
 34 56 78; ITU-T E.164 national significant numbers plus the trunk 0)."""
 
 
+_EXTENSION_RE: Final = re.compile(
+    r"\s*(?:ext\.?|extension|x|转|轉|分机|分機)\s*[0-9]{1,6}(?![0-9])", re.IGNORECASE
+)
+"""An extension after a number ("(415) 683-2291 ext. 204", "5489 2210转806"): part of the number."""
+
+
+def _with_extension(text: str, start: int, end: int) -> _Span:
+    ext = _EXTENSION_RE.match(text, end)
+    return "phone", start, ext.end() if ext is not None else end
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
-            yield "phone", m.start(), m.end()
+            yield _with_extension(text, m.start(), m.end())
     for word in _PHONE_WORD_RE.finditer(text):  # a national format only next to a phone word
         hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
         for m in _NATIONAL_PHONE_RE.finditer(text, word.end(), hi):
             if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS:
-                yield "phone", m.start(), m.end()
+                yield _with_extension(text, m.start(), m.end())
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
-            yield "phone", m.start(), m.end()
+            yield _with_extension(text, m.start(), m.end())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,7 +370,8 @@ def issuer_ok(digits: str) -> bool:
     """Whether the leading digits and the length fit a payment-card issuer range (ISO/IEC 7812
     major industry identifiers 2-6 as the networks allocate them): 2-series only Mastercard
     2221-2720 and Mir 2200-2204 (16 digits); 3-series only Amex 34/37 (15), JCB 35 (16-19) and
-    Diners 30/36/38/39 (14-19); 4, 5 and 6 any length 13-19."""
+    Diners 30/36/38/39 (14-19); 4 any length 13-19; 5 and 6 14-19 (13 digits is the legacy Visa
+    length only: a 13-digit number from 6 is an EAN-13 barcode, China's GS1 prefixes are 690-699)."""
     n = len(digits)
     if digits[0] == "2":
         return n == 16 and (2221 <= int(digits[:4]) <= 2720 or 2200 <= int(digits[:4]) <= 2204)
@@ -339,7 +382,7 @@ def issuer_ok(digits: str) -> bool:
         if two == "35":
             return 16 <= n <= 19
         return two in ("30", "36", "38", "39") and 14 <= n <= 19
-    return True
+    return digits[0] == "4" or n >= 14
 
 
 def _card_ok(candidate: str) -> bool:
@@ -387,11 +430,16 @@ def _detect_iban(text: str) -> Iterator[_Span]:
 # passport
 
 _PASSPORT_KEYWORD_RE: Final = re.compile(
-    r"passport|护照|護照|旅券|여권|pasaporte|passeport|reisepass|passaporto|паспорт", re.IGNORECASE
+    r"passport|护照|護照|旅券|여권|pasaporte|passeport|reisepass|passaporto|паспорт|证件号|證件號|"
+    r"travel\s+document",
+    re.IGNORECASE,
 )
 _PASSPORT_NUMBER_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z])(?:[A-Z][0-9]{8}|[A-Z]{2}[0-9]{7}|[0-9]{9})(?![0-9A-Za-z])"
+    r"(?<![0-9A-Za-z])(?:[A-Z][0-9]{8}|[A-Z]{2}[0-9]{7}|[0-9]{9}|"
+    r"(?=(?:[A-Z]*[0-9]){3})(?=[0-9]*[A-Z])[A-Z0-9]{9})(?![0-9A-Za-z])"
 )
+"""Letter + 8 digits (China's E/G numbers), two letters + 7 digits, 9 digits, or 9 upper-case letters
+and digits with 3+ digits (German ``C01X7RT42``-style serials); only beside a passport word."""
 PASSPORT_WINDOW_BEFORE: Final[int] = 24
 """Characters before a passport keyword searched for a number ("E12345678 is my passport"; ours)."""
 PASSPORT_WINDOW_AFTER: Final[int] = 48
@@ -536,7 +584,9 @@ def _effective_actions(actions: Mapping[PiiType, Action] | None) -> Mapping[PiiT
 
 MIN_DIGITS: Final[int] = 7
 """Fewest digits any numeric type has (a passport number: one letter + 7-8 digits or 9 digits; a
-phone: 7+; cards, ids and IBANs more): a text with fewer skips those detectors."""
+phone: 7+; cards, ids and IBANs more): a text with fewer skips those detectors, except the passport
+detector beside a passport word (a mixed serial such as ``C01X7RT42`` has 3+ digits)."""
+PASSPORT_MIN_DIGITS: Final[int] = 3
 
 
 def candidates(text: str, *, prefilter: bool = True) -> list[Finding]:
@@ -554,8 +604,12 @@ def candidates(text: str, *, prefilter: bool = True) -> list[Finding]:
     if digits >= MIN_DIGITS:
         for numeric in (_detect_cn_id, _detect_bank_card, _detect_iban, _detect_phone, _detect_passport):
             spans.extend(numeric(folded))
+    elif digits >= PASSPORT_MIN_DIGITS and _PASSPORT_KEYWORD_RE.search(folded):
+        spans.extend(_detect_passport(folded))
     if not prefilter or "@" in folded:
         spans.extend(_detect_email(folded))
+    if not prefilter or " at " in folded or "at]" in folded or "at)" in folded:
+        spans.extend(_detect_spelled_email(folded))
     if not prefilter or (digits >= 4 and "." in folded) or ":" in folded:
         spans.extend(_detect_ip(folded))
     return [Finding(kind, s, e, text[s:e]) for kind, s, e in spans]

@@ -187,6 +187,8 @@ _PEM_RE: Final = re.compile(
 _URL_CREDENTIALS_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s/]{1,256})@(?=[^\s@/]{1,256})"
 )
+_WIFI_QR_RE: Final = re.compile(r"WIFI:(?:[^;\n]*;)*?P:((?:\\.|[^;\\\n]){1,63});")
+"""The Wi-Fi QR payload (``WIFI:S:<ssid>;T:WPA;P:<password>;;``, ZXing's MECARD-like format)."""
 _BEARER_RE: Final = re.compile(
     r"(?<![A-Za-z0-9])(?:bearer|token|basic)\s+([A-Za-z0-9\-._~+/]{16,}=*)", re.IGNORECASE
 )
@@ -198,7 +200,7 @@ _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
     r"security\s+code|cvv2?|cvc|otp|one[\s\-]time\s+(?:code|password|passcode)|"
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
-    r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key"
+    r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])"
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
@@ -924,7 +926,11 @@ def credential_like(value: str, *, kind: str) -> bool:  # noqa: PLR0911 (one ret
         return False
     if kind == "pin":
         digits = v.strip("#*").replace(" ", "").replace("-", "")
-        return (digits.isdigit() and 3 <= len(digits) <= 10) or (_has_letter_and_digit(v) and len(v) >= 4)
+        return (
+            (digits.isdigit() and 3 <= len(digits) <= 10)
+            or (_has_letter_and_digit(v) and len(v) >= 4)
+            or random_letters(v)
+        )
     if kind == "key":
         if len(v) >= 8 and _has_letter_and_digit(v):
             return not _looks_like_id(v)
@@ -935,6 +941,15 @@ def credential_like(value: str, *, kind: str) -> bool:  # noqa: PLR0911 (one ret
     if any(not c.isalpha() for c in v) or (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)):
         return True
     return len(v) >= 4
+
+
+def random_letters(value: str) -> bool:
+    """12+ ASCII letters with under a quarter vowels: generated, not a word (a mail provider's
+    16-letter authorisation code ``xkqbnmrtpzdfhwae``; English words run ~40 % vowels, uniformly random
+    letters ~19 %)."""
+    if len(value) < 12 or not (value.isascii() and value.isalpha()):
+        return False
+    return sum(c in "aeiouAEIOU" for c in value) / len(value) < 0.25
 
 
 def _looks_like_id(value: str) -> bool:
@@ -1020,10 +1035,10 @@ for the portal is X", "门禁卡的密码现在是X"."""
 MAX_COPULAS: Final[int] = 3
 """Separators or copulas tried, in order, in the clause after a credential word."""
 _ANSWERED_RE: Final = re.compile(
-    r"[^.。!！?？\n]{0,60}?[?？]\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是)\s*"
+    r"[^.。!！?？\n]{0,60}?[?？]\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])\s*"
 )
 """The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
-密码？是X"."""
+密码？是X", "问：VPN密码多少？ 答：X"."""
 _PIN_VALUE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,40}?(?<![0-9A-Za-z])([0-9]{3,10}(?:[ \-][0-9]{3,4}(?![0-9]))?[#*]?)(?![0-9A-Za-z])"
 )
@@ -1079,8 +1094,14 @@ def _accept(
     stripped = raw.rstrip(_TRAILING)
     kind = _kw_kind(m)
     cjk_word = bool(m.group("zpw") or m.group("zkey") or m.group("ztok"))
-    if cjk_word and not stripped.isascii():
-        # "密码是我生日" / "验证码已发送": a Chinese word after the keyword describes it
+    quoted = gap.rstrip(" ").endswith(("“", '"', "「", "‘", "'"))
+    if (
+        cjk_word
+        and not stripped.isascii()
+        and not (quoted and any(c.isascii() and c.isalnum() for c in stripped))
+    ):
+        # "密码是我生日" / "验证码已发送": a Chinese word after the keyword describes it; a quoted
+        # value with a digit or a Latin letter is the credential itself (口令为“青山绿水2024”)
         head = re.match(r"[A-Za-z0-9!@#$%^&*_\-+=.~]{3,}", stripped)
         if head is None:
             return None
@@ -1201,8 +1222,9 @@ _TOOL_NOUNS: Final = (
 )
 """Nouns after a credential word that make it a tool or a rule ("1Password as our password manager")."""
 _AS_PASSWORD_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:use[sd]?|using|set|chose|chosen|picked|pick|choose|made|make)\s+[\"'`“‘]?"
-    r"(?P<v>[^\s\"'`“”‘’,，;；。]{4,64}?)[\"'`”’]?\s+as\s+(?:(?:the|our|my|your|his|her|their|a|an)\s+)?"
+    r"(?<![A-Za-z])(?:use[sd]?|using|set|chose|chosen|picked|pick|choose|made|make|try|tried|enter|type)\s+"
+    r"[\"'`“‘]?(?P<v>[^\s\"'`“”‘’,，;；。]{4,64}?)[\"'`”’]?\s+(?:as|for)\s+"
+    r"(?:(?:the|our|my|your|his|her|their|a|an)\s+)?"
     r"(?:[\w\-]+\s+){0,3}?(?:pass\s?words?|passphrase|pass\s?code|pin|wi-?fi\s+key)(?![A-Za-z])(?!\s+"
     + _TOOL_NOUNS
     + ")|"
@@ -1213,7 +1235,8 @@ _AS_PASSWORD_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """The value named before the credential word: "we use Mariner-Copper-Lantern-17 as the shared
-family passphrase", "Tr0ub4dor&3 is my wifi password", "用qwe123当密码"."""
+family passphrase", "try tiger2024! for the NAS admin password", "Tr0ub4dor&3 is my wifi password",
+"用qwe123当密码"."""
 
 
 def _shaped_like_password(value: str) -> bool:
@@ -1224,6 +1247,41 @@ def _shaped_like_password(value: str) -> bool:
     return any(not c.isalpha() for c in value) or (
         any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
     )
+
+
+_RECOVERY_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:recovery|backup|seed|mnemonic|rescue)\s+(?:codes?|phrases?|words)(?![A-Za-z])|"
+    r"助记词|恢复码|备用码|救援码|恢复短语|助記詞",
+    re.IGNORECASE,
+)
+_SEED_PHRASE_RE: Final = re.compile(
+    r"(?:\s*[:：=]\s*|\s+(?:is|are|was)\s*:?\s*)[\"'“‘「]?"
+    r"((?:[a-z]{3,8}[ ,]\s*){11,23}[a-z]{3,8})(?![A-Za-z])(?=[\"'”’」]?\s*(?:[.,;:!?。，；！？\n]|$))"
+)
+"""A BIP-39 phrase after its word and a separator or "is": 12-24 lower-case words of 3-8 letters
+ending the clause; :func:`_recovery_spans` also wants a BIP-39 length (12, 15, 18, 21 or 24 words)."""
+_BACKUP_CODE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z\-])(?=[0-9a-zA-Z\-]*[0-9])(?:[0-9a-zA-Z]{4,6}-[0-9a-zA-Z]{4,6}|[0-9a-zA-Z]{6,10})(?![0-9A-Za-z\-])"
+)
+RECOVERY_WINDOW: Final[int] = 200
+"""Characters after "recovery codes" / "备用码" searched for the codes (a list of ten fits; ours)."""
+
+
+def _recovery_spans(text: str) -> Iterator[_Span]:
+    """Account recovery material: the codes listed after "backup codes" (each a span; a lone code
+    needs letters and digits, so a date or a count is not one) and a seed phrase after "recovery
+    phrase" / "助记词" (one span over the words)."""
+    for kw in _RECOVERY_WORD_RE.finditer(text):
+        word = kw.group().lower()
+        if any(w in word for w in ("phrase", "words", "助记", "助記", "短语")):
+            m = _SEED_PHRASE_RE.match(text, kw.end())
+            if m is not None and len(re.findall(r"[a-z]+", m.group(1))) in (12, 15, 18, 21, 24):
+                yield "password", m.start(1), m.end(1)
+            continue
+        codes = list(_BACKUP_CODE_RE.finditer(text, kw.end(), min(len(text), kw.end() + RECOVERY_WINDOW)))
+        for m in codes:
+            if len(codes) >= 2 or _has_letter_and_digit(m.group()):
+                yield "password", m.start(), m.end()
 
 
 def _keyword_spans(text: str) -> Iterator[_Span]:
@@ -1247,6 +1305,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
         if any(not c.isalpha() for c in glued) and not is_masked(glued):
             yield "password", g.start(1), g.start(1) + len(glued)
     yield from _access_code_spans(text)
+    yield from _recovery_spans(text)
     for a in _AS_PASSWORD_RE.finditer(text):
         group = "v" if a.group("v") else "w" if a.group("w") else "z"
         value = a.group(group).rstrip(_TRAILING)
@@ -1289,11 +1348,13 @@ _FLAG_RE: Final = re.compile(
     r"(?<![A-Za-z0-9_\-])(?:"
     r"(?:-u|--user)[ =]+[^\s:/@\"']{1,64}:(?P<userpass>[^\s\"']{3,128})|"
     r"(?:-p|--password|--passwd|--pass|--token|--api-key|--apikey|--secret|--auth-token|--access-token)"
-    r"(?:=|[ ]+)[\"']?(?P<value>[^\s\"']{3,128})"
+    r"(?:=|[ ]+)[\"']?(?P<value>[^\s\"']{3,128})|"
+    r"-p(?:'(?P<squoted>[^'\s]{3,128})'|\"(?P<dquoted>[^\"\s]{3,128})\")"
     r")"
 )
 """Credentials on command lines: ``curl -u user:PASS``, ``docker login -u bot -p PASS``,
-``mysql -p PASS``, ``--password=PASS``, ``--token TOKEN`` (POSIX/GNU option syntax)."""
+``mysql -p PASS``, ``mysql -p'PASS'`` (attached and quoted), ``--password=PASS``, ``--token TOKEN``
+(POSIX/GNU option syntax)."""
 _PAIR_RE: Final = re.compile(
     r"(?<![A-Za-z0-9_./\-])[A-Za-z][A-Za-z0-9_.\-]{1,31}\s+/\s+([^\s\"'`,，;；。]{8,64})(?![^\s\"'`,，;；。])"
 )
@@ -1314,7 +1375,7 @@ def strong_password_shape(value: str) -> bool:
 
 def _flag_spans(text: str) -> Iterator[_Span]:
     for m in _FLAG_RE.finditer(text):
-        group = "userpass" if m.group("userpass") else "value"
+        group = next(g for g in ("userpass", "value", "squoted", "dquoted") if m.group(g))
         value = m.group(group).rstrip(_TRAILING)
         if (
             (_has_letter_and_digit(value) or strong_password_shape(value))
@@ -1326,6 +1387,41 @@ def _flag_spans(text: str) -> Iterator[_Span]:
         value = m.group(1).rstrip(_TRAILING)
         if strong_password_shape(value) and not value.startswith(("http", "/")):
             yield "password", m.start(1), m.start(1) + len(value)
+
+
+def _wifi_spans(text: str) -> Iterator[_Span]:
+    for m in _WIFI_QR_RE.finditer(text):
+        if not is_masked(m.group(1)):
+            yield "password", m.start(1), m.end(1)
+
+
+_TOKEN_EDGE: Final = frozenset(" \t\n\"'`“”‘’「」()（）<>[]{},，;；")
+
+
+_EXAMPLE_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9/])(?:e\.g\.|examples?|sample|docs?|documentation|looks?\s+like|placeholder|such\s+as)"
+    r"(?![A-Za-z0-9])|示例|例如|比如|样例|文档",
+    re.IGNORECASE,
+)
+EXAMPLE_CONTEXT_WINDOW: Final[int] = 80
+"""Characters before a key searched for a word that presents it as an example (ours)."""
+
+
+def _in_example_token(text: str, start: int, end: int) -> bool:
+    """Whether the span lies in a documentation key presented as one: a run of 16+ characters with
+    ``EXAMPLE`` in it (``AKIAIOSFODNN7EXAMPLE``, AWS's documentation keys), even when a detector took
+    only part of the run, with "for example" / "looks like" / "docs" / "示例" in the 80 characters
+    before. The same key offered as "my access key" is blocked: a user may paste a real key that a
+    tutorial named that way, and a leak costs more than a false block."""
+    lo = start
+    while start > 0 and text[start - 1] not in _TOKEN_EDGE:
+        start -= 1
+    while end < len(text) and text[end] not in _TOKEN_EDGE:
+        end += 1
+    token = text[start:end].rstrip(_TRAILING)
+    if len(token) < 16 or "EXAMPLE" not in token:
+        return False
+    return _EXAMPLE_CONTEXT_RE.search(text, max(0, lo - EXAMPLE_CONTEXT_WINDOW), lo) is not None
 
 
 def _entropy_spans(text: str) -> Iterator[_Span]:
@@ -1380,6 +1476,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     "keyword": (
         *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
         *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
+        *["phrase", "words", "助记", "助記", "短语"],  # _RECOVERY_WORD_RE (its codes contain "code"/"码")
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (
@@ -1433,14 +1530,17 @@ def detect_secrets(text: str, *, prefilter: bool = True) -> Iterator[_Span]:
     """Every secret candidate in ``text`` (already full-width folded): ``(type, start, end)``.
 
     A more specific layer wins: a span overlapping one of an earlier layer (provider formats, then
-    keyword in context, then login phrases, then command-line flags and ``user / password`` pairs,
-    then entropy) is dropped; overlaps within a layer are
-    left to :func:`hindsight.pii.resolve_overlaps` (the longest wins). ``prefilter=False`` runs every
+    Wi-Fi QR payloads, then keyword in context, then login phrases, then command-line flags and
+    ``user / password`` pairs, then entropy) is dropped; overlaps within a layer are left to
+    :func:`hindsight.pii.resolve_overlaps` (the longest wins). A span inside a documentation key
+    (``AKIAIOSFODNN7EXAMPLE``) is dropped. ``prefilter=False`` runs every
     pattern even when its required literals are absent (the reference the pre-filter is tested against).
     """
     taken: list[tuple[int, int]] = []
     needed = _layers_needed(text) if prefilter else set(_WORD_CLASSES)
     layers = [_structured_spans(text, gated=prefilter)]
+    if not prefilter or "WIFI:" in text:
+        layers.append(_wifi_spans(text))
     if "keyword" in needed:
         layers.append(_keyword_spans(text))
     if "login" in needed:
@@ -1450,7 +1550,11 @@ def detect_secrets(text: str, *, prefilter: bool = True) -> Iterator[_Span]:
     if "context" in needed:
         layers.append(_entropy_spans(text))
     for layer in layers:
-        found = [s for s in layer if not any(s[1] < e and b < s[2] for b, e in taken)]
+        found = [
+            s
+            for s in layer
+            if not any(s[1] < e and b < s[2] for b, e in taken) and not _in_example_token(text, s[1], s[2])
+        ]
         taken.extend((s[1], s[2]) for s in found)
         yield from found
 

@@ -113,7 +113,7 @@ def test_pii_in_every_free_text_field_is_redacted() -> None:
         {"speaker": "password: hunter2"},
         {"external_ref": "https://x.example/cb?token=sk-proj-abc123DEF456ghi789JKL012mno"},
         {"metadata": {"auth": "Bearer abc123def456ghi789jkl0"}},
-        {"tool_name": "deploy", "tool_result": "AWS key AKIAIOSFODNN7EXAMPLE", "source": "tool"},
+        {"tool_name": "deploy", "tool_result": "AWS key AKIAZGGI21JNU9GZ26YJ", "source": "tool"},
     ],
 )
 def test_a_secret_in_any_field_blocks_and_nothing_is_kept(fields: dict[str, object]) -> None:
@@ -121,5 +121,5 @@ def test_a_secret_in_any_field_blocks_and_nothing_is_kept(fields: dict[str, obje
     assert isinstance(out, QuarantineRecord)
     assert out.verdict == "block"
     assert out.content_redacted is None
-    for value in ("ghp_a1B2", "hunter2", "sk-proj-abc", "abc123def456", "AKIAIOSFODNN7EXAMPLE"):
+    for value in ("ghp_a1B2", "hunter2", "sk-proj-abc", "abc123def456", "AKIAZGGI21JNU9GZ26YJ"):
         assert value not in out.model_dump_json()
