@@ -48,11 +48,11 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
 
 def arg_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """A bench command's parser: ``--help`` shows every option's default; the description is the first
-    line of the module docstring ``doc`` without its issue reference."""
+    line of the module docstring ``doc`` without its leading ````command``:```` and issue reference."""
     first = (doc or "").strip().splitlines()[0] if doc and doc.strip() else None
     return argparse.ArgumentParser(
         prog=prog,
-        description=re.sub(r"\s*\(issues? [\d, ]+\)", "", first) if first else None,
+        description=re.sub(r"^``[^`]+``:\s*|\s*\(issues? [\d, ]+\)", "", first) if first else None,
         formatter_class=_DefaultsHelp,
     )
 

@@ -196,11 +196,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``bench ingest`` command line: prints one JSON line per measurement."""
     parser = arg_parser("hindsight bench ingest", __doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo file (event texts).")
-    parser.add_argument("--burst", type=int, default=60, help="Events of the backlog drain.")
-    parser.add_argument("--fraction", type=float, default=0.8, help="Steady rate / embedder's rate.")
+    parser.add_argument(
+        "--burst", type=int, default=60, help="Events published at once for the burst (drain) measurement."
+    )
+    parser.add_argument(
+        "--fraction",
+        type=float,
+        default=0.8,
+        help="Steady publishing rate as a share of the embedder's standalone rate.",
+    )
     parser.add_argument("--seconds", type=float, default=60.0, help="Steady publishing time.")
-    parser.add_argument("--baseline-texts", type=int, default=16, help="Texts of the standalone runs.")
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="Most wait for the pipeline.")
+    parser.add_argument(
+        "--baseline-texts",
+        type=int,
+        default=16,
+        help="Texts the embedder embeds alone, before and after (its standalone rate).",
+    )
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        default=600.0,
+        help="Longest wait (s) for the pipeline to store what was published.",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     parser.add_argument(
         "--no-reconcile",

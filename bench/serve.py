@@ -777,15 +777,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=1000, help="Users the memories belong to.")
     parser.add_argument("--queries", type=int, default=200, help="Recalls per path and concurrency.")
     parser.add_argument("--concurrency", default="1,4,16", help="Closed-loop callers, comma-separated.")
-    parser.add_argument("--paths", default=",".join(PATHS), help="Of pipeline,service,http,mcp.")
-    parser.add_argument("--no-ingest", dest="ingest", action="store_false", help="Skip ingest running.")
+    parser.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help="Comma-separated paths to measure, of pipeline,service,http,mcp.",
+    )
+    parser.add_argument(
+        "--no-ingest", dest="ingest", action="store_false", help="Skip the cells with ingest running."
+    )
     parser.add_argument("--ingest-rate", type=float, default=None, help="Events/s (default: embedder's / 2).")
     parser.add_argument("--idle-seconds", type=float, default=60.0, help="Idle CPU window of `up` (0: skip).")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo file (texts, questions).")
     parser.add_argument("--pool-size", type=int, default=2400, help="Distinct texts of the memories.")
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="Cache of the pool embeddings.")
     parser.add_argument("--workdir", type=Path, default=None, help="Scratch folder (default: a temp dir).")
-    parser.add_argument("--rounds", type=int, default=4, help="Interleaved rounds of the paths per cell.")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="Rounds per (ingest state, callers) cell; each round runs every path on its slice.",
+    )
     parser.add_argument("--drain-timeout-s", type=float, default=300.0, help="Wait for ingest to drain.")
     parser.add_argument("--url", default=None, help="A running gateway instead of the embedded default.")
     parser.add_argument("--key", action="append", default=[], help="With --url: TENANT=KEY (repeat).")

@@ -323,8 +323,9 @@ class LlamaCppChat:
             return future.result(timeout=bound)
         except FutureTimeout as exc:
             raise ModelUnavailableError(
-                f"local model {self._name} gave no answer within {bound} s; the CPU may be "
-                "saturated (lower HINDSIGHT_JUDGE_THREADS contention or raise HINDSIGHT_JUDGE_TIMEOUT_S)"
+                f"local model {self._name} gave no answer within {bound} s of starting on the call; the "
+                "CPU may be saturated: give the model more of it (HINDSIGHT_JUDGE_NICE, _THREADS) or raise "
+                "HINDSIGHT_JUDGE_TIMEOUT_S"
             ) from exc
 
     def chat(self, request: ChatRequest) -> ChatReply:
