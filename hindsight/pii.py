@@ -193,6 +193,8 @@ _SPELLED_EMAIL_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """An address spelled out against scrapers: ``jdoe [at] fastmail [dot] fm``, ``li.wei at qq dot com``."""
+_AT_WORD_RE: Final = re.compile(r"(?<![A-Za-z])at(?![A-Za-z])", re.IGNORECASE)
+"""What every spelled-out address contains (both ``_AT`` forms): the pre-filter of that detector."""
 _MAIL_WORD_RE: Final = re.compile(r"e-?mail|mail|邮箱|邮件|郵箱|contact|reach|write\s+to", re.IGNORECASE)
 
 
@@ -608,7 +610,7 @@ def candidates(text: str, *, prefilter: bool = True) -> list[Finding]:
         spans.extend(_detect_passport(folded))
     if not prefilter or "@" in folded:
         spans.extend(_detect_email(folded))
-    if not prefilter or " at " in folded or "at]" in folded or "at)" in folded:
+    if not prefilter or _AT_WORD_RE.search(folded):
         spans.extend(_detect_spelled_email(folded))
     if not prefilter or (digits >= 4 and "." in folded) or ":" in folded:
         spans.extend(_detect_ip(folded))

@@ -221,6 +221,8 @@ def test_phone_that_is_the_local_part_of_an_email_is_one_email() -> None:
             "contact the coach at k.owens at outlook dot com today",
             "contact the coach at [REDACTED:email] today",
         ),
+        ("mail JDOE{AT}fastmail{DOT}fm", "mail [REDACTED:email]"),  # forms the pre-filter must let through
+        ("mail jdoe [ at ] fastmail [ dot ] fm", "mail [REDACTED:email]"),
     ],
 )
 def test_email_is_redacted(text: str, expected: str) -> None:
