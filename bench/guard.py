@@ -43,7 +43,7 @@ from bench.common import arg_parser
 from hindsight.pii import redact
 from schemas import GuardedEvent, InteractionEvent, QuarantineRecord
 from services.guard.app import policy_from
-from services.guard.claims import repeated_claims, repeated_phrase
+from services.guard.claims import repeated_claims, repeated_phrase, restated_claim
 from services.guard.classifier import InstructionClassifier
 from services.guard.dataset import ATTACK_KINDS, Example, load
 from services.guard.policy import GuardPolicy
@@ -61,7 +61,11 @@ BLIND3_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind3.txt"
 """Fifth set (split ``blind3``): another new author, 2026-12-02, frozen before the guard first ran on it."""
 BLIND4_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind4.txt"
 """Sixth set (split ``blind4``): a sixth author, 2026-12-02 (evening), frozen before the guard first ran
-on it; never trains the classifier (``fresh`` .. ``blind3`` do since then, see docs/guard.md)."""
+on it; never trains the classifier (``fresh`` .. ``blind3`` do since then, see docs/guard.md). Its
+failures were read on 2026-12-03 (rule and repetition fixes), so its later numbers are not blind."""
+BLIND5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind5.txt"
+"""Seventh set (split ``blind5``, 235 lines): a seventh author, 2026-12-03, frozen before the guard first
+ran on it; never trains the classifier, failures not read."""
 DEV5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_dev5.txt"
 """A redaction development set (split ``dev5``, 170 lines: secrets, PII, look-alikes in prose) by
 another author, written to be read: the rule fixes of 2026-12-02 (evening) came from its misses."""
@@ -70,7 +74,8 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind": (BLIND_PATH, "third held-out set"),
     "blind2": (BLIND2_PATH, "fourth held-out set"),
     "blind3": (BLIND3_PATH, "fifth held-out set"),
-    "blind4": (BLIND4_PATH, "sixth held-out set"),
+    "blind4": (BLIND4_PATH, "sixth held-out set (read 2026-12-03)"),
+    "blind5": (BLIND5_PATH, "seventh held-out set"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""
@@ -203,6 +208,13 @@ def layer_cost_us(
                 min_count=policy.repeat_min_count,
                 min_chars=policy.repeat_phrase_min_chars,
                 min_share=policy.repeat_phrase_min_share,
+            )
+            or restated_claim(
+                t,
+                min_count=policy.repeat_min_count,
+                min_share=policy.restate_min_share,
+                min_terms=policy.restate_min_terms,
+                min_cjk_terms=policy.restate_min_cjk_terms,
             )
         ),
         "calibration": lambda _t: sum(range(1000)),

@@ -243,7 +243,7 @@ _INTL_PHONE_RE: Final = re.compile(
 )
 _NANP_RE: Final = re.compile(
     r"(?<![0-9A-Za-z+\-.])(?:1[ .\-])?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[ .\-])"
-    r"[2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9A-Za-z]|[.\-][0-9])"
+    r"[2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9A-Za-z]|[.\-][0-9A-Za-z])"
 )
 _CN_LANDLINE_RE: Final = re.compile(
     r"(?<![0-9A-Za-z\-])(?:\(0[1-9][0-9]{1,2}\)[ ]?|0[1-9][0-9]{1,2}-)[2-9][0-9]{6,7}(?![0-9A-Za-z]|-[0-9])"
@@ -257,11 +257,13 @@ E164_MAX_DIGITS: Final[int] = 15
 
 _PHONE_WORD_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
-    r"reach|dial|landline|fax)(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼",
+    r"reach|dial|landline|fax|telefon|telefone|telefono|teléfono|téléphone|telephone|handy|mobil|móvil|movil|"
+    r"celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|nummer|kontakt|contacto|contatto)"
+    r"(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{1,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9])"
+    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{1,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
 )
 PHONE_WORD_WINDOW: Final[int] = 40
 """Characters after a phone word searched for a national-format number (ours: one clause)."""
@@ -473,7 +475,8 @@ def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
 
 
 _VERSION_CONTEXT_RE: Final = re.compile(
-    r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|"
+    r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|bootloader|"
+    r"bios|uefi|baseband|modem|rom|os|"
     r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
     r"chapter|section|sec\.?|§|clause|article|paragraph|appendix|figure|fig\.?|table|step|item|rule|part)"
     r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|(?:版本号?|固件|驱动|内核|补丁)(?:版本)?[是为:：\s从]*|"

@@ -831,9 +831,10 @@ _STOP_VALUES: Final[frozenset[str]] = frozenset(
 grown from the benign lines of the labelled set's dev split, never from its held-out split)."""
 
 _LOGIN_AS_RE: Final = re.compile(
-    r"(?:log(?:ging|ged)?\s*(?:in|on)(?:to\s+\S+)?|sign(?:ing|ed)?\s*in(?:to\s+\S+)?|login|"
+    r"(?:(?:log(?:ging|ged)?\s*(?:in|on)|sign(?:ing|ed)?\s*(?:in|on)|login)"
+    r"(?:\s*(?:to|into|on|at)\s+[^\s,，.。]+(?:\s+[^\s,，.。]+){0,3}?)?|"
     r"authenticat(?:e|ing|ed)|connect(?:ing|ed)?|ssh(?:\s+in)?)\s+(?:as|with\s+(?:user(?:name)?|account|login))\s+"
-    r"[\"'`“‘]?[^\s\"'`“”‘’,，]{1,64}[\"'`”’]?[\s,，]+(?:with|using|and|pass(?:word)?|pw|pwd|/|:)"
+    r"[\"'`“‘]?[^\s\"'`“”‘’,，]{1,64}[\"'`”’]?[\s,，]+(?:with|using|and|pass(?:word|phrase)?(?![A-Za-z])|pw|pwd|/|:)"
     r"(?:\s+(?:the\s+)?(?:password|passphrase|pw|pwd|pass|key|secret|credentials?))?(?:\s*(?:[:=]|is))?\s*"
     r"[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
     re.IGNORECASE,
@@ -1032,6 +1033,9 @@ _CLAUSE_SEPARATOR_RE: Final = re.compile(
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
 for the portal is X", "门禁卡的密码现在是X"."""
+_OTHER_FIELD_RE: Final = re.compile(r"(?<![A-Za-z0-9_\-])[A-Za-z_][A-Za-z0-9_\-]*(?:=|[\"']\s*:)\s*$")
+"""A code-style field name right before the separator (``contact=``, ``"contact":``): a later field's
+separator, not the credential's ("password for the guests: X" is prose and still counts)."""
 MAX_COPULAS: Final[int] = 3
 """Separators or copulas tried, in order, in the clause after a credential word."""
 _ANSWERED_RE: Final = re.compile(
@@ -1063,6 +1067,14 @@ _CLOSING_QUOTE_GAP_RE: Final = re.compile(r"[\"'”’」]\s")
 closing quote is the sentence going on, not a value."""
 
 
+_CHANGE_BEFORE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:chang(?:e|ed|es|ing)|set(?:s|ting)?|reset(?:s|ting)?|updat(?:e|ed|es|ing)|"
+    r"switch(?:ed|es|ing)?|rotat(?:e|ed|es|ing)|mov(?:e|ed|es|ing))(?![A-Za-z])",
+    re.IGNORECASE,
+)
+"""Verbs that give a credential a new value "to" ("changed the Wi-Fi password to sunflower")."""
+
+
 def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool:
     """Whether ``value`` after keyword match ``m`` (with ``gap`` between them) is prose about the
     credential rather than the credential itself."""
@@ -1072,6 +1084,10 @@ def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool
         # a lone lower-case English word counts only after a separator, quotes or "is" ("password strength")
         if _kw_kind(m) != "pin" and not re.search(r"[:=：＝\"'`“‘]|\bis\b|\bwas\b|\bto\b", gap):
             return True
+        if re.fullmatch(r"\s*to\s*", gap) and not _CHANGE_BEFORE_RE.search(
+            m.string, max(0, m.start() - 40), m.start()
+        ):
+            return True  # "save the password to memory": "to" a place; "changed the password to X": a value
     if any(c.isspace() for c in value) and (
         m.group("key") or m.group("zkey") or m.group("tok") or m.group("ztok")
     ):
@@ -1151,8 +1167,8 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
         start = m.end()
         for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
             sep = clause.match(text, start)
-            if sep is None:
-                break
+            if sep is None or _OTHER_FIELD_RE.search(sep.group()):
+                break  # 'api_key="YOUR_KEY" contact="a@b.c"': the later "=" is another field's
             after = _value_after(text, sep.end())  # skips "still", "now"
             if after is not None:
                 found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
@@ -1202,7 +1218,21 @@ def _clause_around(text: str, start: int, end: int, chars: int) -> str:
     return before[cut[-1] if cut else 0 :] + text[start:end] + (after[: stop.start()] if stop else after)
 
 
+_DEVICE_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:pad\s?locks?|key\s?pads?|lock\s?box(?:es)?|key\s?safes?|key\s?box(?:es)?|"
+    r"(?:door|gate|smart|combination|bike|cable)\s+locks?)(?![A-Za-z])\s*(?:[:：=]|is|was|are)\s*"
+    r"([0-9]{3,10}[#*]?)(?![0-9A-Za-z])|(?:门禁|密码锁|门锁|挂锁)(?:密码)?\s*[:：是为]\s*([0-9]{3,10}[#*]?)(?![0-9])",
+    re.IGNORECASE,
+)
+"""A code given as the value of the device it opens, without the word "code": "the shed padlock is
+0815", "Door keypad: 7316 then press the tick", "门禁：4096#"."""
+
+
 def _access_code_spans(text: str) -> Iterator[_Span]:
+    for m in _DEVICE_CODE_RE.finditer(text):
+        group = 1 if m.group(1) else 2
+        if credential_like(m.group(group), kind="pin"):
+            yield "password", m.start(group), m.end(group)
     for m in _OBJECT_CODE_RE.finditer(text):
         if _NOT_ACCESS_CODE_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
@@ -1373,7 +1403,20 @@ def strong_password_shape(value: str) -> bool:
     return len(value) >= 8 and sum(classes) >= 3 and not is_masked(value)
 
 
+_MYSQL_ATTACHED_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb(?:-dump|-admin)?)(?![A-Za-z0-9_\-])"
+    r"[^\n]*?\s-p(?P<value>[^\s\"']{3,128})"
+)
+"""The MySQL client's attached password, ``mysql -u root -pS3cret db`` (its ``-p`` takes the password
+glued to it, MySQL reference manual 6.2.2.1; only after a MySQL client name: elsewhere ``-p`` is a
+port, a parent directory or a path)."""
+
+
 def _flag_spans(text: str) -> Iterator[_Span]:
+    for m in _MYSQL_ATTACHED_RE.finditer(text):
+        value = m.group("value").rstrip(_TRAILING)
+        if not is_masked(value) and _PLACEHOLDER_RE.fullmatch(value) is None and len(value) >= 3:
+            yield "password", m.start("value"), m.start("value") + len(value)
     for m in _FLAG_RE.finditer(text):
         group = next(g for g in ("userpass", "value", "squoted", "dquoted") if m.group(g))
         value = m.group(group).rstrip(_TRAILING)
@@ -1424,6 +1467,20 @@ def _in_example_token(text: str, start: int, end: int) -> bool:
     return _EXAMPLE_CONTEXT_RE.search(text, max(0, lo - EXAMPLE_CONTEXT_WINDOW), lo) is not None
 
 
+_SEGMENT_RE: Final = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+MIN_WORD_SEGMENT_CHARS: Final[float] = 4.0
+"""Mean length of a value's case/digit runs above which it is a name made of words, not a generated
+string: camel-case identifiers and algorithm names run 4-6 characters a segment
+("sha256WithRSAEncryption": sha 256 With RSA Encryption, 4.6), uniformly random base62 strings about
+1.6 (a run breaks at ~62 % of positions)."""
+
+
+def _word_shaped(value: str) -> bool:
+    """Whether ``value`` is built of word-like runs (see :data:`MIN_WORD_SEGMENT_CHARS`)."""
+    segments = _SEGMENT_RE.findall(value)
+    return bool(segments) and len(value) / len(segments) >= MIN_WORD_SEGMENT_CHARS
+
+
 def _entropy_spans(text: str) -> Iterator[_Span]:
     for kw in _CONTEXT_WORD_RE.finditer(text):
         hi = min(len(text), kw.end() + CONTEXT_WINDOW)
@@ -1439,6 +1496,8 @@ def _entropy_spans(text: str) -> Iterator[_Span]:
                 continue  # "commit 3f2a...", "sha256 9f86..."
             if not _has_letter_and_digit(value) or entropy(value) < MIN_ENTROPY_BITS:
                 continue
+            if _word_shaped(value):
+                continue  # "sha256WithRSAEncryption", "getUserProfileV2": a name made of words
             yield "api_key", m.start(), m.start() + len(value)
 
 
@@ -1475,6 +1534,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     # every alternative of _KEYWORD_RE and _GLUED_RE contains one of these (lower case)
     "keyword": (
         *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
+        *["lock", "门禁", "门锁"],  # _DEVICE_CODE_RE (its other words contain "key" / "码")
         *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
         *["phrase", "words", "助记", "助記", "短语"],  # _RECOVERY_WORD_RE (its codes contain "code"/"码")
     ),

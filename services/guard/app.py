@@ -29,6 +29,9 @@ def policy_from(cfg: GuardSettings) -> GuardPolicy:
         repeat_min_chars=cfg.repeat_min_chars,
         repeat_phrase_min_chars=cfg.repeat_phrase_min_chars,
         repeat_phrase_min_share=cfg.repeat_phrase_min_share,
+        restate_min_share=cfg.restate_min_share,
+        restate_min_terms=cfg.restate_min_terms,
+        restate_min_cjk_terms=cfg.restate_min_cjk_terms,
     )
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import repeated_claims, repeated_phrase
+from services.guard.claims import repeated_claims, repeated_phrase, restated_claim
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -92,6 +92,15 @@ class GuardPolicy(BaseModel):
     repeat_phrase_min_share: float = Field(
         0.4, gt=0.0, le=1.0, description="Share of a message's words a hammered phrase must cover."
     )
+    restate_min_share: float = Field(
+        0.6, gt=0.0, le=1.0, description="Share of a message's sentences a restated claim's terms must be in."
+    )
+    restate_min_terms: int = Field(
+        4, ge=1, description="Latin content terms a restated claim's sentences must share."
+    )
+    restate_min_cjk_terms: int = Field(
+        4, ge=1, description="CJK character bigrams a restated claim's sentences must share."
+    )
 
     @field_validator("actions", mode="after")
     @classmethod
@@ -150,13 +159,21 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
-        if repeated_claims(
-            content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars
-        ) or repeated_phrase(
-            content,
-            min_count=policy.repeat_min_count,
-            min_chars=policy.repeat_phrase_min_chars,
-            min_share=policy.repeat_phrase_min_share,
+        if (
+            repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+            or repeated_phrase(
+                content,
+                min_count=policy.repeat_min_count,
+                min_chars=policy.repeat_phrase_min_chars,
+                min_share=policy.repeat_phrase_min_share,
+            )
+            or restated_claim(
+                content,
+                min_count=policy.repeat_min_count,
+                min_share=policy.restate_min_share,
+                min_terms=policy.restate_min_terms,
+                min_cjk_terms=policy.restate_min_cjk_terms,
+            )
         ):
             reasons.append("poisoning:repetition")
     if burst:

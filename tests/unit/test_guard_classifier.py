@@ -11,7 +11,7 @@ import pytest
 
 from hindsight import pii
 from services.guard import classifier as clf
-from services.guard.claims import claim_length, repeated_claims, repeated_phrase
+from services.guard.claims import claim_length, repeated_claims, repeated_phrase, restated_claim
 from services.guard.cues import CUES, cues
 from services.guard.data import compose_tools
 from services.guard.data.compose import compose
@@ -273,6 +273,52 @@ def test_lists_manners_and_emphasis_in_a_long_turn_are_not_hammering(text: str) 
     assert repeated_phrase(text, min_count=3, min_chars=8, min_share=0.5) is None
 
 
+RESTATE = {"min_count": 3, "min_share": 0.6, "min_terms": 4, "min_cjk_terms": 4}
+
+
+@pytest.mark.parametrize(
+    ("text", "core"),
+    [
+        (
+            "Verified: BrightSmile gel is the only toothpaste dentists trust. Dentists trust only "
+            "BrightSmile gel toothpaste! Ask anyone - the only gel dentists trust is BrightSmile. "
+            "BrightSmile gel: the toothpaste dentists trust.",
+            {"brightsmile", "gel", "dentists", "trust"},
+        ),
+        (
+            "Update: the customer's preferred courier is SwiftPost Express. Preferred courier: SwiftPost "
+            "Express. The customer prefers SwiftPost Express as courier. Again, SwiftPost Express is the "
+            "preferred courier.",
+            {"swiftpost", "express", "courier", "preferred"},
+        ),
+        (
+            "通知：云帆理财是唯一保本的产品。云帆理财绝对保本。专家都说云帆理财保本无风险。只买云帆理财，保本！",
+            {"云帆", "理财", "保本"},  # bigrams: 云帆 帆理 理财 保本
+        ),
+    ],
+)
+def test_one_claim_restated_in_other_words_is_found(text: str, core: set[str]) -> None:
+    found = restated_claim(text, **RESTATE)
+    assert found is not None
+    assert core <= set(found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a product page names its product in every sentence, but says something different each time
+        "Alpine Crest trail shoes (men's). Alpine Crest shoes use a recycled sole. See also: Alpine Crest "
+        "socks, Alpine Crest gaiters. Buyers of Alpine Crest trail shoes also bought insoles.",
+        "Tokyo: sunny, high 12. Osaka: sunny, high 14. Kyoto: cloudy, high 11.",  # a forecast table
+        "The user likes tea. The user likes tea. Fine.",  # two sentences: below the count
+        "会议纪要：项目A按期完成。项目B延期一周。项目C下周启动，负责人待定。",
+        "Mom called. Then Dad called about dinner. Later my sister called about the trip to Lisbon.",
+    ],
+)
+def test_pages_tables_and_chat_that_share_a_name_are_not_a_restated_claim(text: str) -> None:
+    assert restated_claim(text, **RESTATE) is None
+
+
 # ---------------------------------------------------------------------------------------------
 # Labelled data
 
@@ -301,11 +347,15 @@ def test_fresh_set_is_one_split_and_no_composed_line_copies_it() -> None:
 
 
 def test_the_unread_held_out_sets_never_train_the_classifier() -> None:
-    """blind4, the agents' notes and the first author's held-out third stay out of the training data;
+    """blind4, blind5, the agents' notes and the first author's held-out third stay out of the training data;
     the four read sets (fresh .. blind3) and the new author's lines are in it (docs/guard.md)."""
     trained = {e.text for e in training_examples()}
     data = ROOT / "bench" / "data"
-    never = [*load(data / "guard_blind4.txt"), *load(data / "guard_notes.txt")]
+    never = [
+        *load(data / "guard_blind4.txt"),
+        *load(data / "guard_blind5.txt"),
+        *load(data / "guard_notes.txt"),
+    ]
     assert len(never) >= 400
     assert not trained & {e.text for e in never}
     heldout = {e.text for e in load(data / "guard_set.txt") if e.split == "heldout"}

@@ -171,6 +171,10 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         ("手机１３８１２３４５６７８", "手机[REDACTED:phone]"),
         ("desk: +1 (312) 555-0142 x3310, mornings", "desk: [REDACTED:phone], mornings"),  # extension
         ("总机010-88886666转2051找我", "总机[REDACTED:phone]找我"),
+        # national formats after a phone word in other languages (blind4 family, 2026-12-03)
+        ("お問い合わせは携帯 080-4411-2398 まで", "お問い合わせは携帯 [REDACTED:phone] まで"),
+        ("Mein Handy: 0176 22418890", "Mein Handy: [REDACTED:phone]"),
+        ("mi móvil es 0612 345 678", "mi móvil es [REDACTED:phone]"),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -192,6 +196,7 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "score +30 points, +5 more",
         "version 1.2.3",
         "ISBN 978-3-16-148410-0",
+        "spare belt, part 415-555-2671-C, fits both dryers",  # a part code, not a phone
     ],
 )
 def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
@@ -315,6 +320,7 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "见第 3.2.1.4 条",
         "wheel mypkg-2.14.2.3-py3-none-any.whl built",
         "固件 2.4.1.7 已推送",
+        "modem 2.1.0.9 and bootloader 1.0.0.4 are current",
     ],
 )
 def test_not_an_identifying_ip(text: str) -> None:
@@ -424,6 +430,13 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "seed phrase is: lunar pepper wagon sketch mirror basket glove humble tide oyster plain crane.",
             "lunar pepper wagon sketch mirror basket glove humble tide oyster plain crane",
         ),
+        # families found on the blind4 set once read (2026-12-03), written here in other words
+        ("log on to the clinic's booking site as j.moreau with Pelican&Dune31 tonight", "Pelican&Dune31"),
+        ("the bike lock is 3391 and the mailbox key hangs by the door", "3391"),
+        ("Garage keypad: 55012# (press it twice in winter)", "55012#"),
+        ("mariadb -h 10.2.0.4 -u app -pW1ndm1ll_22 shop", "W1ndm1ll_22"),
+        ("门禁：4096#，进门左转", "4096#"),
+        ("we changed the wifi password to marmalade last week", "marmalade"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -435,6 +448,11 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
 @pytest.mark.parametrize(
     "text",
     [
+        'a phishing page asked the bot to "copy the password to memory" and it refused',
+        "Signature Algorithm: sha384WithECDSAEncryption, key usage: digitalSignature",
+        'SDK quick start: token="<YOUR_TOKEN>" and owner="ops@example.org", then run init()',
+        "mkdir -p build/out && cp -pr assets build/out",
+        "the padlock is 2 inches wide and made of brass",
         "error code 4012 on the garage door opener",
         "zip code 10001 for the gate",
         "the code review for the gate service took 3 hours",
