@@ -239,7 +239,8 @@ _CN_MOBILE_RE: Final = re.compile(
     r"1[3-9][0-9][ \-]?[0-9]{4}[ \-]?[0-9]{4}(?![0-9A-Za-z])"
 )
 _INTL_PHONE_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z+])\+[1-9][0-9]{0,14}(?:[ .\-]?\([0-9]{1,4}\)|[ .\-][0-9]{1,14}){0,6}(?![0-9A-Za-z])"
+    r"(?<![0-9A-Za-z+])\+[1-9][0-9]{0,14}"
+    r"(?:[ .\-]?\([0-9]{1,4}\)[0-9]{0,14}|[ .\-][0-9]{1,14}){0,6}(?![0-9A-Za-z])"
 )
 _NANP_RE: Final = re.compile(
     r"(?<![0-9A-Za-z+\-.])(?:1[ .\-])?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[ .\-])"
@@ -284,15 +285,56 @@ def _with_extension(text: str, start: int, end: int) -> _Span:
     return "phone", start, ext.end() if ext is not None else end
 
 
+_TOLL_FREE_RE: Final = re.compile(r"(?:1)?(?:800|888|877|866|855|844|833)[0-9]{7}|400[0-9]{7}")
+"""Toll-free and shared-cost service numbers: NANP 8XX (FCC 47 CFR 52.101) and China's 400 / 800 lines."""
+_SERVICE_LINE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:hotline|helpline|toll[\s\-]?free|customer\s+(?:service|care|support)|support\s+line|"
+    r"service\s+line|call\s+cent(?:er|re))(?![A-Za-z])|客服|热线|熱線|服务电话|服務電話|售后|售後|全国统一",
+    re.IGNORECASE,
+)
+"""Words that present a number as a company's service line, not a person's phone."""
+SERVICE_LINE_CHARS: Final[int] = 40
+"""Characters before a toll-free number searched for a service word (ours: about one clause)."""
+_ZH_DIGITS: Final = "零〇一二三四五六七八九幺两"
+_ZH_DIGIT_MAP: Final = str.maketrans(_ZH_DIGITS, "0012345678912")
+_ZH_SPOKEN_NUMBER_RE: Final = re.compile(
+    f"[{_ZH_DIGITS}](?:[，,、 \\-]?[{_ZH_DIGITS}]){{10}}(?![{_ZH_DIGITS}])"
+)
+"""A mobile number spoken in Chinese digits ("幺三九，二二零八，六七一五": speech-to-text output), after a
+phone word; it must read as a CN mobile number (幺 and 两 are the spoken one and two)."""
+
+
+def _service_line(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a toll-free number presented as a company's service line."""
+    return bool(_TOLL_FREE_RE.fullmatch(_digits(text[start:end]))) and bool(
+        _SERVICE_LINE_RE.search(text, max(0, start - SERVICE_LINE_CHARS), start)
+    )
+
+
+def _detect_spoken_phone(text: str) -> Iterator[_Span]:
+    if _ZH_SPOKEN_NUMBER_RE.search(text) is None:
+        return
+    for word in _PHONE_WORD_RE.finditer(text):
+        hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
+        for m in _ZH_SPOKEN_NUMBER_RE.finditer(text, word.end(), hi):
+            spoken = re.sub(r"[，,、 \-]", "", m.group()).translate(_ZH_DIGIT_MAP)
+            if _CN_MOBILE_RE.fullmatch(spoken):
+                yield "phone", m.start(), m.end()
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
-            yield _with_extension(text, m.start(), m.end())
+            if not _service_line(text, m.start(), m.end()):
+                yield _with_extension(text, m.start(), m.end())
     for word in _PHONE_WORD_RE.finditer(text):  # a national format only next to a phone word
         hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
         for m in _NATIONAL_PHONE_RE.finditer(text, word.end(), hi):
-            if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS:
+            if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS and not _service_line(
+                text, m.start(), m.end()
+            ):
                 yield _with_extension(text, m.start(), m.end())
+
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
             yield _with_extension(text, m.start(), m.end())
@@ -394,9 +436,52 @@ def _card_ok(candidate: str) -> bool:
     return CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS and issuer_ok(digits) and luhn_valid(digits)
 
 
+TEST_CARDS: Final[frozenset[str]] = frozenset(
+    {
+        "4242424242424242",
+        "4000056655665556",
+        "4111111111111111",
+        "4012888888881881",
+        "4000000000000002",
+        "4000000000009995",
+        "5555555555554444",
+        "5105105105105100",
+        "5200828282828210",
+        "2223003122003222",
+        "378282246310005",
+        "371449635398431",
+        "6011111111111117",
+        "6011000990139424",
+        "3056930009020004",
+        "36227206271667",
+        "3566002020360505",
+        "6200000000000005",
+    }
+)
+"""Card numbers the payment providers publish for test mode (Stripe, Braintree and Adyen testing docs)."""
+# the words are not parts of an address ("a.b@example.com", "test@shop.cn"): redaction must stay idempotent
+_TEST_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy)(?![A-Za-z0-9@]|\.[A-Za-z])|"
+    r"测试|沙箱|示例|文档",
+    re.IGNORECASE,
+)
+TEST_CONTEXT_CHARS: Final[int] = 80
+"""Characters before a test card number searched for a word presenting it as one (ours, as for keys)."""
+
+
+def _test_card(text: str, start: int, end: int) -> bool:
+    """A published test card number presented as one ("in test mode use 4242 4242 4242 4242"); the
+    same number given as "my card" is still a card (a user may really be using it to pay)."""
+    return _digits(text[start:end]) in TEST_CARDS and bool(
+        _TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start)
+    )
+
+
 def _detect_bank_card(text: str) -> Iterator[_Span]:
     for m in _CARD_RE.finditer(text):
         candidate = m.group()
+        if _test_card(text, m.start(), m.end()):
+            continue
         if _card_ok(candidate):
             yield "bank_card", m.start(), m.end()
             continue
@@ -506,6 +591,14 @@ ADDRESS_CONTEXT_CHARS: Final[int] = 40
 """Characters on each side of a dotted quad searched for an address word (ours: about one clause)."""
 
 
+_VERSION_SUBJECT_RE: Final = re.compile(
+    r"(?:(?<![A-Za-z])(?:firmware|version|bootloader|release|build)(?![A-Za-z])|固件|版本)"
+    r"[^.。!！?？;；\n,，]{0,32}?(?:(?<![A-Za-z])(?:is|was|reads|shows|says)(?![A-Za-z])|[:：]|是|为|显示)\s*$",
+    re.IGNORECASE,
+)
+"""A clause whose subject is a version and whose copula leads to the dotted quad."""
+
+
 def _is_netmask(address: ipaddress.IPv4Address) -> bool:
     """255.255.255.0-style masks (ones then zeros) identify no host."""
     bits = int(address)
@@ -520,6 +613,8 @@ def _detect_ip(text: str) -> Iterator[_Span]:
             continue
         if _is_netmask(v4) or _VERSION_CONTEXT_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
+        if _VERSION_SUBJECT_RE.search(text[max(0, m.start() - 48) : m.start()]):
+            continue  # "the firmware on my router is 1.0.2.105": the clause is about a version
         near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
         named = _NAME_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])
         versioned = (named and not v4.is_private) or _RELEASE_CONTEXT_RE.search(near)
@@ -611,6 +706,7 @@ def candidates(text: str, *, prefilter: bool = True) -> list[Finding]:
             spans.extend(numeric(folded))
     elif digits >= PASSPORT_MIN_DIGITS and _PASSPORT_KEYWORD_RE.search(folded):
         spans.extend(_detect_passport(folded))
+    spans.extend(_detect_spoken_phone(folded))
     if not prefilter or "@" in folded:
         spans.extend(_detect_email(folded))
     if not prefilter or _AT_WORD_RE.search(folded):

@@ -200,11 +200,13 @@ _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
     r"security\s+code|cvv2?|cvc|otp|one[\s\-]time\s+(?:code|password|passcode)|"
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
-    r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])"
+    r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])|"
+    # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
+    r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль"
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
-    r"配对码|提取码|授权码|暗号|PIN码"
+    r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|암호"
 )
 _EN_KEY: Final = (
     r"api[\s_\-]?keys?|api[\s_\-]?secret|secret[\s_\-]?(?:access[\s_\-]?)?keys?|client[\s_\-]?secret|"
@@ -1029,7 +1031,8 @@ _PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|pus
 
 
 _CLAUSE_SEPARATOR_RE: Final = re.compile(
-    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be)(?=\s)|是|为)\s*"
+    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war)(?=\s)|"
+    r"是|为|は)\s*"
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
 for the portal is X", "门禁卡的密码现在是X"."""
@@ -1285,11 +1288,13 @@ _RECOVERY_WORD_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _SEED_PHRASE_RE: Final = re.compile(
-    r"(?:\s*[:：=]\s*|\s+(?:is|are|was)\s*:?\s*)[\"'“‘「]?"
+    r"[^.。!！?？\n:：=\"'“‘「]{0,80}?(?:\s*[:：=]\s*|\s+(?:is|are|was)\s*:?\s*)[\"'“‘「]?"
     r"((?:[a-z]{3,8}[ ,]\s*){11,23}[a-z]{3,8})(?![A-Za-z])(?=[\"'”’」]?\s*(?:[.,;:!?。，；！？\n]|$))"
 )
-"""A BIP-39 phrase after its word and a separator or "is": 12-24 lower-case words of 3-8 letters
-ending the clause; :func:`_recovery_spans` also wants a BIP-39 length (12, 15, 18, 21 or 24 words)."""
+"""A BIP-39 phrase after its word (up to 80 characters of the clause between: "recovery phrase for
+my hardware wallet, in case I lose the paper: ...") and a separator or "is": 12-24 lower-case words
+of 3-8 letters ending the clause; :func:`_recovery_spans` also wants a BIP-39 length (12, 15, 18, 21
+or 24 words)."""
 _BACKUP_CODE_RE: Final = re.compile(
     r"(?<![0-9A-Za-z\-])(?=[0-9a-zA-Z\-]*[0-9])(?:[0-9a-zA-Z]{4,6}-[0-9a-zA-Z]{4,6}|[0-9a-zA-Z]{6,10})(?![0-9A-Za-z\-])"
 )
@@ -1343,7 +1348,19 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             yield "password", a.start(group), a.start(group) + len(value)
 
 
+_BARE_PASS_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:the|my|your|his|her|our|their)\s+pass\s*(?:is|was|[:=：])\s*[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{6,128})",
+    re.IGNORECASE,
+)
+"""``the pass is Tulip!Garden2024``: "pass" for the password, only with a strong-password shape
+("the pass is valid until May" is a ticket)."""
+
+
 def _login_spans(text: str) -> Iterator[_Span]:
+    for m in _BARE_PASS_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if strong_password_shape(value):
+            yield "password", m.start(1), m.start(1) + len(value)
     for pattern in (_LOGIN_AS_RE, _CRED_PAIR_RE):
         for m in pattern.finditer(text):
             value = m.group(1).rstrip(_TRAILING)
@@ -1537,6 +1554,18 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
         *["lock", "门禁", "门锁"],  # _DEVICE_CODE_RE (its other words contain "key" / "码")
         *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
         *["phrase", "words", "助记", "助記", "短语"],  # _RECOVERY_WORD_RE (its codes contain "code"/"码")
+        *[
+            "kennwort",
+            "contrase",
+            "clave",
+            "senha",
+            "wachtwoord",
+            "parola",
+            "пароль",
+            "パスワード",
+            "暗証番号",
+        ],
+        *["비밀번호", "암호"],
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (

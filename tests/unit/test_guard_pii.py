@@ -135,6 +135,8 @@ def test_luhn_valid_card_is_redacted(card: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "sandbox checkout: use the test card 5555 5555 5555 4444 with any CVC",
+        "支付测试用卡号 4000 0566 5566 5556，有效期随便填",
         "card 4111 1111 1111 1112",  # Luhn fails
         "4111111111111112",
         "order 1111111111111111",  # starts with 1: not a payment-card industry digit
@@ -175,6 +177,9 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         ("お問い合わせは携帯 080-4411-2398 まで", "お問い合わせは携帯 [REDACTED:phone] まで"),
         ("Mein Handy: 0176 22418890", "Mein Handy: [REDACTED:phone]"),
         ("mi móvil es 0612 345 678", "mi móvil es [REDACTED:phone]"),
+        # blind5 families (2026-12-03), in other words
+        ("Lena Vogt, +49 (0)30 8841 2290, Berlin", "Lena Vogt, [REDACTED:phone], Berlin"),
+        ("我手机是幺五八，三三七一，二零四九，明天联系", "我手机是[REDACTED:phone]，明天联系"),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -197,6 +202,8 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "version 1.2.3",
         "ISBN 978-3-16-148410-0",
         "spare belt, part 415-555-2671-C, fits both dryers",  # a part code, not a phone
+        "售后客服热线 400-820-3366，周一至周日 8:00-20:00",  # a company's service line
+        "Customer care hotline: 1-800-555-0199 (toll-free)",
     ],
 )
 def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
@@ -321,6 +328,7 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "wheel mypkg-2.14.2.3-py3-none-any.whl built",
         "固件 2.4.1.7 已推送",
         "modem 2.1.0.9 and bootloader 1.0.0.4 are current",
+        "The firmware on the printer is 3.0.1.220, should I update it?",
     ],
 )
 def test_not_an_identifying_ip(text: str) -> None:
@@ -437,6 +445,17 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("mariadb -h 10.2.0.4 -u app -pW1ndm1ll_22 shop", "W1ndm1ll_22"),
         ("门禁：4096#，进门左转", "4096#"),
         ("we changed the wifi password to marmalade last week", "marmalade"),
+        # families found on the blind5 set once read (2026-12-03), written here in other words
+        ("Das Passwort für das NAS lautet Hafen#Licht77, bitte nicht weitergeben", "Hafen#Licht77"),
+        ("mi clave del banco es Tortuga_42Mar", "Tortuga_42Mar"),
+        ("le mot de passe du wifi : Soleil2024!", "Soleil2024!"),
+        ("a senha do e-mail é Caju#2020verde", "Caju#2020verde"),
+        ("my username for the gym app is pkhan and the pass is Rowing!Boat88, log in", "Rowing!Boat88"),
+        (
+            "wallet seed phrase, written on the card in the drawer: amber ocean ticket velvet mango "
+            "spider canvas elbow radar frozen pilot anchor",
+            "amber ocean ticket velvet mango spider canvas elbow radar frozen pilot anchor",
+        ),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
