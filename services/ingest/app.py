@@ -59,6 +59,7 @@ async def register(resources: Resources, settings: IngestSettings | None = None)
             lexical=resources.lexical(),
             consistency=consistency,
             tombstones=Tombstones(await resources.redis()),
+            slice_size=cfg.store_slice,
         )
         resources.subscribe(embed, [Topic.CANDIDATES], "ingest-embed")
     if "reconcile" in cfg.stages:

@@ -35,6 +35,12 @@ class IngestSettings(BaseSettings):
         "pair on CPU; only low-trust candidates near a safety-critical or strongly supported memory "
         "reach it).",
     )
+    store_slice: int = Field(
+        8,
+        ge=1,
+        description="Embed stage: candidates embedded, stored and announced together; a burst's first "
+        "memories are searchable after one slice, not the whole consumer batch (services/ingest/embed.py).",
+    )
     stages: Annotated[tuple[Literal["trigger", "embed", "reconcile"], ...], NoDecode] = Field(
         ("trigger", "embed", "reconcile"),
         description="Stages this process runs: any of 'trigger', 'embed', 'reconcile' ('trigger,embed').",
