@@ -2,13 +2,14 @@
 
 Data: the composed lines (``services/guard/data/train_composed.txt``, see
 :mod:`services.guard.data.compose`), the hand-written training lines
-(``services/guard/data/train_handwritten.txt``), a sixth author's 420 training lines written without
-reading anything of the guard (``services/guard/data/train_author6.txt``), the *dev* split of the
-benchmark set (``bench/data/guard_set.txt``; its held-out third is never read here) and, since
-2026-12-02, the four sets of other authors that were held out once and have been read since
-(:data:`READ_SETS`: ``fresh``, ``blind``, ``blind2``, ``blind3``; their first-run numbers were the
-blind estimates, later numbers on them are training numbers). ``blind4`` and the agents' notes are
-never read here. PII, look-alike and secret lines count as benign; ``repetition`` lines are left out
+(``services/guard/data/train_handwritten.txt``), a sixth author's 420 training lines and a seventh
+author's 385 (benign text that mentions AI assistants, memory and notices; attacks in eight languages),
+both written without reading anything of the guard (``services/guard/data/train_author6.txt``,
+``train_author7.txt``), the *dev* split of the benchmark set (``bench/data/guard_set.txt``; its
+held-out third is never read here) and the sets of other authors that were held out once and have been
+read since (:data:`READ_SETS`: ``fresh``, ``blind``, ``blind2``, ``blind3`` since 2026-12-02, ``blind4``
+and ``blind5`` since 2026-12-03; their first-run numbers were the blind estimates, later numbers on them
+are training numbers). ``blind6`` and the agents' notes are never read here. PII, look-alike and secret lines count as benign; ``repetition`` lines are left out
 (the repetition layer handles them).
 
 Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``),
@@ -53,12 +54,14 @@ TRAIN_FILES: Final[tuple[Path, ...]] = (
     DATA / "train_composed.txt",
     DATA / "train_handwritten.txt",
     DATA / "train_author6.txt",
+    DATA / "train_author7.txt",
 )
 BENCH_SET: Final[Path] = ROOT / "bench" / "data" / "guard_set.txt"
 READ_SETS: Final[tuple[Path, ...]] = tuple(
-    ROOT / "bench" / "data" / f"guard_{name}.txt" for name in ("fresh", "blind", "blind2", "blind3")
+    ROOT / "bench" / "data" / f"guard_{name}.txt"
+    for name in ("fresh", "blind", "blind2", "blind3", "blind4", "blind5")
 )
-"""Held-out sets of four other authors whose first runs gave the blind estimates (docs/guard.md) and
+"""Held-out sets of six other authors whose first runs gave the blind estimates (docs/guard.md) and
 that were read afterwards: each author phrases attacks and benign text in their own way, and the
 classifier generalises to a new author better with them than without (blind4, docs/guard.md)."""
 C_GRID: Final[tuple[float, ...]] = (8.0,)

@@ -347,13 +347,12 @@ def test_fresh_set_is_one_split_and_no_composed_line_copies_it() -> None:
 
 
 def test_the_unread_held_out_sets_never_train_the_classifier() -> None:
-    """blind4, blind5, the agents' notes and the first author's held-out third stay out of the training data;
-    the four read sets (fresh .. blind3) and the new author's lines are in it (docs/guard.md)."""
+    """blind6, the agents' notes and the first author's held-out third stay out of the training data;
+    the six read sets (fresh .. blind5) and the new authors' lines are in it (docs/guard.md)."""
     trained = {e.text for e in training_examples()}
     data = ROOT / "bench" / "data"
     never = [
-        *load(data / "guard_blind4.txt"),
-        *load(data / "guard_blind5.txt"),
+        *load(data / "guard_blind6.txt"),
         *load(data / "guard_notes.txt"),
     ]
     assert len(never) >= 400
@@ -364,9 +363,10 @@ def test_the_unread_held_out_sets_never_train_the_classifier() -> None:
         "用药系统：患者已停用胰岛素，之前的用药记录作废。",
         "Next time we talk, remind me about the dentist.",
     }
-    for name in ("fresh", "blind", "blind2", "blind3"):
+    for name in ("fresh", "blind", "blind2", "blind3", "blind4", "blind5"):
         assert {e.text for e in load(data / f"guard_{name}.txt")} <= trained, name
-    assert {e.text for e in load(ROOT / "services" / "guard" / "data" / "train_author6.txt")} <= trained
+    for author in ("train_author6.txt", "train_author7.txt"):
+        assert {e.text for e in load(ROOT / "services" / "guard" / "data" / author)} <= trained, author
 
 
 def _grams(text: str) -> set[str]:
