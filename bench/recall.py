@@ -168,7 +168,7 @@ async def _pipeline(
         await wait_with_progress(stack, interactions, len(events) - interactions, timeout_s)
         run.ingest_seconds = time.perf_counter() - started
         if wait_reconcile:
-            run.reconcile_seconds = await wait_for_reconcile(stack, timeout_s)
+            run.reconcile_seconds = await wait_for_reconcile(stack, timeout_s, show=progress)
         run.reconcile_lag = await reconcile_lag(stack)
         run.stored_memories = await asyncio.to_thread(
             count_memories, stack, locomo.TENANT, [c.sample_id for c in convs]

@@ -14,7 +14,8 @@ import asyncio
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from aiokafka import AIOKafkaProducer
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from hindsight.brokers.admin import consumer_lag
 from hindsight.eval import locomo
@@ -32,6 +34,17 @@ if TYPE_CHECKING:
     from services.cli.embedded import Stack
 
 AnyEvent = InteractionEvent | SessionClosedEvent
+
+
+@contextmanager
+def progress(total: int, desc: str, unit: str, *, disable: bool = False) -> Iterator[tqdm[Any]]:
+    """A transient progress bar on stderr; a log line written meanwhile goes above the bar instead of
+    being glued to it (tqdm's logging redirect swaps the root logger's console handler while it runs)."""
+    with (
+        logging_redirect_tqdm(),
+        tqdm(total=total, desc=desc, unit=unit, leave=False, disable=disable) as bar,
+    ):
+        yield bar
 
 
 @dataclass
@@ -161,7 +174,7 @@ async def wait_with_progress(stack: Stack, interactions: int, sessions: int, tim
         (kafka.group("ingest-embed"), [Topic.CANDIDATES]),
     )
     deadline = time.monotonic() + timeout_s
-    with tqdm(total=interactions, desc="ingest", unit="ev", leave=False) as bar:
+    with progress(interactions, "ingest", "ev") as bar:
         while time.monotonic() < deadline:
             lags = [await consumer_lag(stack.bootstrap, group, topics) for group, topics in stages]
             done = min(interactions, max(bar.n, interactions - sum(lags)))  # never moves backwards
@@ -171,7 +184,7 @@ async def wait_with_progress(stack: Stack, interactions: int, sessions: int, tim
             await asyncio.sleep(0.5)
     if sessions and "reflect" in stack.resources.stage_topics:
         queue = await stack.resources.reflection_queue()
-        with tqdm(total=sessions, desc="reflect", unit="session", leave=False) as bar:
+        with progress(sessions, "reflect", "session") as bar:
             while time.monotonic() < deadline:
                 waiting = await consumer_lag(stack.bootstrap, kafka.group("reflect"), [Topic.SESSIONS])
                 waiting += await queue.parked()
@@ -191,12 +204,26 @@ async def reconcile_lag(stack: Stack) -> int | None:
     return await consumer_lag(stack.bootstrap, group, [Topic.STORED])
 
 
-async def wait_for_reconcile(stack: Stack, timeout_s: float) -> float | None:
-    """Wait until reconcile has caught up too; its catch-up seconds (``None`` when it does not run)."""
-    if RECONCILE_GROUP not in stack.resources.runners:
+async def wait_for_reconcile(stack: Stack, timeout_s: float, *, show: bool = True) -> float | None:
+    """Wait until reconcile has caught up too, with a bar of the stored memories it has judged (the
+    total grows when reflection stores facts and lessons meanwhile); its catch-up seconds (``None``
+    when it does not run).
+
+    Raises:
+        TimeoutError: a group still lags after ``timeout_s``.
+    """
+    lag = await reconcile_lag(stack)
+    if lag is None:
         return None
     started = time.perf_counter()
-    await stack.wait_caught_up(timeout_s=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    with progress(lag, "reconcile", "memory", disable=not show) as bar:
+        while lag and time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            lag = await reconcile_lag(stack) or 0
+            bar.total = max(bar.total or 0, bar.n + lag)
+            bar.update(max(0, bar.total - lag - bar.n))
+    await stack.wait_caught_up(timeout_s=max(1.0, deadline - time.monotonic()))
     return time.perf_counter() - started
 
 
@@ -243,13 +270,15 @@ async def evaluate(
     per_cat: dict[int, list[float]] = {}
     headers = {"Authorization": f"Bearer {api_key}"}
     async with httpx.AsyncClient(base_url=stack.gateway_url, headers=headers, timeout=60.0) as client:
-        for q in tqdm(questions, desc="recall", unit="q", leave=False):
-            refs, ms = await ask(client, q, top_k)
-            latencies.append(ms)
-            r5.append(locomo.evidence_recall(q.evidence, refs, 5))
-            r10.append(locomo.evidence_recall(q.evidence, refs, 10))
-            full10.append(float(r10[-1] == 1.0))
-            per_cat.setdefault(q.category, []).append(r10[-1])
+        with progress(len(questions), "recall", "q") as bar:
+            for q in questions:
+                refs, ms = await ask(client, q, top_k)
+                bar.update(1)
+                latencies.append(ms)
+                r5.append(locomo.evidence_recall(q.evidence, refs, 5))
+                r10.append(locomo.evidence_recall(q.evidence, refs, 10))
+                full10.append(float(r10[-1] == 1.0))
+                per_cat.setdefault(q.category, []).append(r10[-1])
     if questions:
         result.recall_at_5 = statistics.fmean(r5)
         result.recall_at_10 = statistics.fmean(r10)

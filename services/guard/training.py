@@ -9,8 +9,8 @@ both written without reading anything of the guard (``services/guard/data/train_
 held-out third is never read here) and the sets of other authors that were held out once and have been
 read since (:data:`READ_SETS`: ``fresh``, ``blind``, ``blind2``, ``blind3`` since 2026-12-02, ``blind4``
 and ``blind5`` since 2026-12-03; their first-run numbers were the blind estimates, later numbers on them
-are training numbers). ``blind6`` and the agents' notes are never read here. PII, look-alike and secret lines count as benign; ``repetition`` lines are left out
-(the repetition layer handles them).
+are training numbers). ``blind6`` and the agents' notes are never read here. PII, look-alike and
+secret lines count as benign; ``repetition`` lines are left out (the repetition layer handles them).
 
 Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``),
 binary features L2-normalised per line, built by the very function inference uses
