@@ -247,7 +247,8 @@ _NANP_RE: Final = re.compile(
     r"[2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9A-Za-z]|[.\-][0-9A-Za-z])"
 )
 _CN_LANDLINE_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z\-])(?:\(0[1-9][0-9]{1,2}\)[ ]?|0[1-9][0-9]{1,2}-)[2-9][0-9]{6,7}(?![0-9A-Za-z]|-[0-9])"
+    r"(?<![0-9A-Za-z\-])(?:\(0[1-9][0-9]{1,2}\)[ ]?|0[1-9][0-9]{1,2}-)"
+    r"(?:[2-9][0-9]{6,7}|[2-9][0-9]{2,3}[ \-][0-9]{4})(?![0-9A-Za-z]|-[0-9])"
 )
 
 E164_MIN_DIGITS: Final[int] = 8
@@ -258,13 +259,13 @@ E164_MAX_DIGITS: Final[int] = 15
 
 _PHONE_WORD_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
-    r"reach|dial|landline|fax|telefon|telefone|telefono|teléfono|téléphone|telephone|handy|mobil|móvil|movil|"
-    r"celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|nummer|kontakt|contacto|contatto)"
-    r"(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
+    r"reach|dial|landline|fax|telefon\w*|telefone|telefono|teléfono|téléphone|tél|telephone|handy\w*|mobil\w*|"
+    r"móvil|movil|celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|\w*nummer|kontakt|"
+    r"contacto|contatto)(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{1,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
+    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{0,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
 )
 PHONE_WORD_WINDOW: Final[int] = 40
 """Characters after a phone word searched for a national-format number (ours: one clause)."""
@@ -322,9 +323,20 @@ def _detect_spoken_phone(text: str) -> Iterator[_Span]:
                 yield "phone", m.start(), m.end()
 
 
+_ID_BEFORE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:run|build|job|pipeline|order|ticket|issue|invoice|tracking|commit|trace|request|txn|"
+    r"transaction)\s*(?:id|no\.?)?\s*[:#：]?\s*$|(?:编号|订单号?|单号|工单号?|流水号|运单号?)\s*[:#：]?\s*$",
+    re.IGNORECASE,
+)
+"""Words right before an 11-digit number that make it an identifier ("CI run 13290045871", "订单号
+13312345678"), not a CN mobile number."""
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
+            if pattern is _CN_MOBILE_RE and _ID_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()]):
+                continue
             if not _service_line(text, m.start(), m.end()):
                 yield _with_extension(text, m.start(), m.end())
     for word in _PHONE_WORD_RE.finditer(text):  # a national format only next to a phone word
@@ -466,7 +478,7 @@ _TEST_CONTEXT_RE: Final = re.compile(
     re.IGNORECASE,
 )
 TEST_CONTEXT_CHARS: Final[int] = 80
-"""Characters before a test card number searched for a word presenting it as one (ours, as for keys)."""
+"""Characters on each side of a test card number searched for a word presenting it as one (ours)."""
 
 
 def _test_card(text: str, start: int, end: int) -> bool:
@@ -474,6 +486,7 @@ def _test_card(text: str, start: int, end: int) -> bool:
     same number given as "my card" is still a card (a user may really be using it to pay)."""
     return _digits(text[start:end]) in TEST_CARDS and bool(
         _TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start)
+        or _TEST_CONTEXT_RE.search(text, end, end + TEST_CONTEXT_CHARS)
     )
 
 
@@ -575,9 +588,9 @@ _NAME_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Za-z0-9+#\-]{2,}\s
 unless the quad is a private address (10/8, 172.16/12, 192.168/16: "Graylog 10.2.3.4" is a host) or
 an address word is near (:data:`_ADDRESS_CONTEXT_RE`)."""
 _ADDRESS_CONTEXT_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:ip|ips|address\w*|host\w*|server\w*|ping\w*|ssh|port|dns|gateway|subnet|router|proxy|"
+    r"(?<![A-Za-z])(?:ip|ips|ipv4|ipv6|wan|lan|address\w*|host\w*|server\w*|ping\w*|ssh|port|dns|gateway|subnet|router|proxy|"
     r"vpn|connect\w*|reach\w*|listen\w*|bind|http|https|tcp|udp|curl|firewall|whitelist\w*|allowlist\w*|"
-    r"block\w*|vm|nat)(?![A-Za-z])|服务器|地址|端口|主机|网关|内网|外网",
+    r"block\w*|vm|nat)(?![A-Za-z])|服务器|地址|端口|主机|网关|内网|外网|公网|局域网|宽带",
     re.IGNORECASE,
 )
 _RELEASE_CONTEXT_RE: Final = re.compile(

@@ -198,7 +198,8 @@ _BEARER_RE: Final = re.compile(
 
 _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
-    r"security\s+code|cvv2?|cvc|otp|one[\s\-]time\s+(?:code|password|passcode)|"
+    r"security\s+code|security\s+(?:question\s+)?answer|secret\s+answer|cvv2?|cvc|otp|"
+    r"one[\s\-]time\s+(?:code|password|passcode)|"
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
     r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])|"
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
@@ -206,7 +207,7 @@ _EN_PASSWORD: Final = (
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
-    r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|암호"
+    r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|암호|密保答案"
 )
 _EN_KEY: Final = (
     r"api[\s_\-]?keys?|api[\s_\-]?secret|secret[\s_\-]?(?:access[\s_\-]?)?keys?|client[\s_\-]?secret|"
@@ -1031,7 +1032,7 @@ _PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|pus
 
 
 _CLAUSE_SEPARATOR_RE: Final = re.compile(
-    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war)(?=\s)|"
+    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war|c'est)(?=\s)|"
     r"是|为|は)\s*"
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
@@ -1081,7 +1082,7 @@ _CHANGE_BEFORE_RE: Final = re.compile(
 def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool:
     """Whether ``value`` after keyword match ``m`` (with ``gap`` between them) is prose about the
     credential rather than the credential itself."""
-    if value.isalpha() and value.islower() and not cjk_word:
+    if value.replace("-", "").isalpha() and value.islower() and not cjk_word:
         if _PLACE_GAP_RE.search(gap) or _CLOSING_QUOTE_GAP_RE.match(gap):
             return True  # "the passcode is on the calendar", 'saying "... password" fooled': not a value
         # a lone lower-case English word counts only after a separator, quotes or "is" ("password strength")
@@ -1158,6 +1159,17 @@ def _passphrase(text: str, pos: int) -> _Span | None:
     return "password", m.start(1), m.end(1)
 
 
+_NAMED_THEN_VALUE_RE: Final = re.compile(
+    r"\s*(?:is|was|c'est|est|ist|es|lautet|[:=：]|是|为)\s*[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{4,128})",
+    re.IGNORECASE,
+)
+"""A copula and a value right after the first token that followed a credential word."""
+
+
+def _has_symbol_or_digit(value: str) -> bool:
+    return any(c.isdigit() or not c.isalnum() for c in value)
+
+
 def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     """The credential after keyword match ``m``: the next token, else a value after a separator or
     copula later in the clause ("password for the guests: X") or after a question the text answers
@@ -1165,7 +1177,12 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
     value = _value_after(text, m.end())
     if value is not None and (found := _accept(text, m, *value)) is not None:
-        return found
+        later = _NAMED_THEN_VALUE_RE.match(text, found[2])
+        if later is None or not _has_symbol_or_digit(later.group(1).rstrip(_TRAILING)):
+            return found
+        # "new password for svc_reporting is Zq4#tW8p", "mot de passe Ameli c'est Capucine*1979": the
+        # first token names the account, the value follows the copula
+        return _kw_type(m), later.start(1), later.start(1) + len(later.group(1).rstrip(_TRAILING))
     for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE):
         start = m.end()
         for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
@@ -1184,10 +1201,13 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     return _passphrase(text, m.end()) if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)) else None
 
 
-_OBJECT_CODE_RE: Final = re.compile(r"(?<![A-Za-z])(?:code|combination|combo)(?![A-Za-z])", re.IGNORECASE)
+_OBJECT_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:code|combination|combo|código|codice|код|kod)(?![A-Za-z])", re.IGNORECASE
+)
 _LOCK_CONTEXT_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:lockers?|locks?|padlocks?|alarms?|doors?|gates?|garage|safe|keypads?|lock\s?box|key\s?box|"
-    r"intercom|buzzer|entry|vault|mailbox|storage\s+unit|suitcase|bike|shed)(?![A-Za-z])|"
+    r"intercom|buzzer|entry|vault|mailbox|storage\s+unit|suitcase|bike|shed|portão|puerta|portal|tür|porte|"
+    r"cadenas|lucchetto|cancello|домофон\w*|двер\w*|подъезд\w*|сейф\w*|замк\w*)(?![A-Za-z])|"
     r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜",
     re.IGNORECASE,
 )
@@ -1552,6 +1572,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     "keyword": (
         *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
         *["lock", "门禁", "门锁"],  # _DEVICE_CODE_RE (its other words contain "key" / "码")
+        *["código", "codice", "код", "kod", "answer"],
         *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
         *["phrase", "words", "助记", "助記", "短语"],  # _RECOVERY_WORD_RE (its codes contain "code"/"码")
         *[

@@ -135,6 +135,7 @@ def test_luhn_valid_card_is_redacted(card: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "to simulate a decline use 4000 0000 0000 0002; these sandbox numbers never charge",
         "sandbox checkout: use the test card 5555 5555 5555 4444 with any CVC",
         "支付测试用卡号 4000 0566 5566 5556，有效期随便填",
         "card 4111 1111 1111 1112",  # Luhn fails
@@ -180,6 +181,11 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         # blind5 families (2026-12-03), in other words
         ("Lena Vogt, +49 (0)30 8841 2290, Berlin", "Lena Vogt, [REDACTED:phone], Berlin"),
         ("我手机是幺五八，三三七一，二零四九，明天联系", "我手机是[REDACTED:phone]，明天联系"),
+        # blind6 families (2026-12-03), in other words
+        ("办公室座机 020-3876 5521，分机请转前台", "办公室座机 [REDACTED:phone]，分机请转前台"),
+        ("老家电话(0571) 8812-3344", "老家电话[REDACTED:phone]"),
+        ("Meine Festnetznummer lautet 030 4418820", "Meine Festnetznummer lautet [REDACTED:phone]"),
+        ("Tél : 07 12 34 56 78", "Tél : [REDACTED:phone]"),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -204,6 +210,8 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "spare belt, part 415-555-2671-C, fits both dryers",  # a part code, not a phone
         "售后客服热线 400-820-3366，周一至周日 8:00-20:00",  # a company's service line
         "Customer care hotline: 1-800-555-0199 (toll-free)",
+        "pipeline run 15512345678 finished green",  # an identifier, not a CN mobile
+        "订单号 13912345678 已发货",
     ],
 )
 def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
@@ -305,6 +313,8 @@ def test_no_passport_without_keyword_nearby(text: str) -> None:
         ("v6 2001:db8::1 up", "v6 [REDACTED:ip] up"),
         ("mapped ::ffff:192.168.1.20 here", "mapped [REDACTED:ip] here"),
         ("link fe80::1ff:fe23:4567:890a ok", "link [REDACTED:ip] ok"),
+        ("光猫状态：公网IPv4 58.33.120.7，在线", "光猫状态：公网IPv4 [REDACTED:ip]，在线"),  # blind6 family
+        ("Router WAN 81.17.42.203 since Monday", "Router WAN [REDACTED:ip] since Monday"),
     ],
 )
 def test_ip_is_redacted(text: str, expected: str) -> None:
@@ -456,6 +466,11 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "spider canvas elbow radar frozen pilot anchor",
             "amber ocean ticket velvet mango spider canvas elbow radar frozen pilot anchor",
         ),
+        # families found on the blind6 set once read (2026-12-03), written here in other words
+        ("the security answer for the bank is Lindenhof, my grandmother's farm", "Lindenhof"),
+        ("temporary password for deploy_bot is Kx9!vR2#qL and it expires Friday", "Kx9!vR2#qL"),
+        ("le mot de passe Free c'est Mistral#2021 si besoin", "Mistral#2021"),
+        ("el código del portal es 4471, el del buzón no lo sé", "4471"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -467,6 +482,7 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
 @pytest.mark.parametrize(
     "text",
     [
+        "the vendor asked us to keep all passwords in long-term storage, which we refused",
         'a phishing page asked the bot to "copy the password to memory" and it refused',
         "Signature Algorithm: sha384WithECDSAEncryption, key usage: digitalSignature",
         'SDK quick start: token="<YOUR_TOKEN>" and owner="ops@example.org", then run init()',
