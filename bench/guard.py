@@ -65,7 +65,13 @@ on it; never trains the classifier (``fresh`` .. ``blind3`` do since then, see d
 failures were read on 2026-12-03 (rule and repetition fixes), so its later numbers are not blind."""
 BLIND5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind5.txt"
 """Seventh set (split ``blind5``, 235 lines): a seventh author, 2026-12-03, frozen before the guard first
-ran on it; never trains the classifier, failures not read."""
+ran on it; read after its first run, trains the classifier since."""
+BLIND6_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind6.txt"
+"""Eighth set (split ``blind6``, 234 lines, 15 % other languages): frozen before any run; its rule-side
+failures (spans, leaks) read after its first runs; never trains the classifier."""
+BLIND7_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind7.txt"
+"""Ninth set (split ``blind7``, 233 lines): frozen before any run; its rule-side failures read after its
+first run; never trains the classifier."""
 DEV5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_dev5.txt"
 """A redaction development set (split ``dev5``, 170 lines: secrets, PII, look-alikes in prose) by
 another author, written to be read: the rule fixes of 2026-12-02 (evening) came from its misses."""
@@ -75,7 +81,9 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind2": (BLIND2_PATH, "fourth held-out set"),
     "blind3": (BLIND3_PATH, "fifth held-out set"),
     "blind4": (BLIND4_PATH, "sixth held-out set (read 2026-12-03)"),
-    "blind5": (BLIND5_PATH, "seventh held-out set"),
+    "blind5": (BLIND5_PATH, "seventh held-out set (read 2026-12-03)"),
+    "blind6": (BLIND6_PATH, "eighth held-out set (rule side read 2026-12-03)"),
+    "blind7": (BLIND7_PATH, "ninth held-out set (rule side read 2026-12-03)"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""

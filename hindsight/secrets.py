@@ -67,6 +67,13 @@ _PROVIDER_SPECS: Final[tuple[tuple[SecretType, str, int], ...]] = (
     ("token", _L + r"ya29\.[0-9A-Za-z_\-]{20,}", 0),  # Google OAuth access token
     ("api_key", r"AccountKey=([A-Za-z0-9+/]{40,}={0,2})", 1),  # Azure storage
     ("token", r"[?&]sig=([A-Za-z0-9%+/]{30,}={0,2})", 1),  # Azure SAS signature
+    # a key in a URL's query string (WeCom / Feishu / DingTalk webhooks: ``send?key=<uuid>``,
+    # ``?access_token=...``): whoever holds the URL can post; a UUID here is a secret, not an id
+    (
+        "token",
+        r"[?&](?:key|api_?key|access_?token|token|secret|client_secret|auth)=([A-Za-z0-9\-_.~%]{16,256})",
+        1,
+    ),
     ("token", _L + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})", 0),
     ("token", _L + r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", 0),  # GitLab
     ("token", _L + r"hf_[A-Za-z0-9]{30,}" + _R, 0),  # Hugging Face
@@ -125,6 +132,7 @@ _PROVIDER_LITERALS: Final[tuple[tuple[str, ...], ...]] = (
     ("ya29.",),
     ("AccountKey=",),
     ("sig=",),
+    ("key=", "token=", "secret=", "auth=", "Key=", "Token=", "KEY=", "TOKEN="),
     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-"),
     ("hf_",),
@@ -239,6 +247,12 @@ _KEYWORD_RE: Final = re.compile(
 )
 FILLER_WORDS: Final[frozenset[str]] = frozenset(
     {
+        "jetzt",
+        "nun",
+        "ahora",
+        "maintenant",
+        "agora",
+        "ora",
         "is",
         "was",
         "are",
@@ -893,8 +907,9 @@ _MASKED_RE: Final = re.compile(r"[xX*•·…]{3,}|\.{3,}|\*{2,}")
 _PLACEHOLDER_RE: Final = re.compile(
     r"\[REDACTED(?::[a-z_]+)?\]|<[^<>]{1,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([a-z_]+\)s|"
     r"\{\{?[a-z_ ]+\}\}?|"
-    r"(?:your|my|the)[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)(?:[_\-]?here)?|"
+    r"(?:your|my|the)[_\-]?(?:api[_\-]?)?(?:key|token|secret|password)(?:[_\-]?here)?(?:[_\-][A-Za-z0-9]*)*|"
     r"(?:xxx+|changeme|example|placeholder|dummy|redacted|hidden|none|null|undefined|todo|tbd|"
+    r"[0-9]*(?:YYYY|MMDD|NNN)[0-9A-Z]*|"
     r"\*+|•+|…|\.\.\.)",
     re.IGNORECASE,
 )
@@ -1112,6 +1127,12 @@ def _accept(
 ) -> tuple[SecretType, int, int] | None:
     """The span of ``raw`` (found after keyword match ``m``) if it can be the credential."""
     stripped = raw.rstrip(_TRAILING)
+    if not gap and stripped[:1] in ("_", "-"):
+        # the keyword is part of a longer name: "api_key_prod=X" names X, "YOUR_API_KEY_HERE" names nothing
+        name = re.match(r"[_\-][A-Za-z0-9_\-]*[=:][\"']?", stripped)
+        if name is None or len(stripped) == name.end():
+            return None
+        start, stripped, gap = start + name.end(), stripped[name.end() :], "="
     kind = _kw_kind(m)
     cjk_word = bool(m.group("zpw") or m.group("zkey") or m.group("ztok"))
     quoted = gap.rstrip(" ").endswith(("“", '"', "「", "‘", "'"))
@@ -1170,19 +1191,19 @@ def _has_symbol_or_digit(value: str) -> bool:
     return any(c.isdigit() or not c.isalnum() for c in value)
 
 
-def _value_for(text: str, m: re.Match[str]) -> _Span | None:
-    """The credential after keyword match ``m``: the next token, else a value after a separator or
-    copula later in the clause ("password for the guests: X") or after a question the text answers
-    ("my password? it's X"), else a code anywhere in the clause
-    after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
-    value = _value_after(text, m.end())
-    if value is not None and (found := _accept(text, m, *value)) is not None:
-        later = _NAMED_THEN_VALUE_RE.match(text, found[2])
-        if later is None or not _has_symbol_or_digit(later.group(1).rstrip(_TRAILING)):
-            return found
-        # "new password for svc_reporting is Zq4#tW8p", "mot de passe Ameli c'est Capucine*1979": the
-        # first token names the account, the value follows the copula
-        return _kw_type(m), later.start(1), later.start(1) + len(later.group(1).rstrip(_TRAILING))
+_PURPOSE_GAP_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:for|of|on|at|to|für|fürs|pour|para|per)(?![A-Za-z])", re.I
+)
+"""A preposition between a credential word and its first token: the token names what it opens."""
+
+
+_STANDARD_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z])(?:GB(?:/T)?|ISO|IEC|RFC|EN|DIN|ANSI|IEEE|JIS)\s*$")
+"""A standard's name right before a number makes the number the standard's, not a code."""
+
+
+def _after_copula(text: str, m: re.Match[str]) -> _Span | None:
+    """A credential after a separator or copula later in the clause, or after a question the text
+    answers (see :func:`_value_for`)."""
     for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE):
         start = m.end()
         for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
@@ -1195,7 +1216,30 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
                 if found is not None:
                     return found
             start = sep.end()
+    return None
+
+
+def _value_for(text: str, m: re.Match[str]) -> _Span | None:
+    """The credential after keyword match ``m``: the next token, else a value after a separator or
+    copula later in the clause ("password for the guests: X") or after a question the text answers
+    ("my password? it's X"), else a code anywhere in the clause
+    after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
+    value = _value_after(text, m.end())
+    if value is not None and (found := _accept(text, m, *value)) is not None:
+        if _PURPOSE_GAP_RE.search(value[2]) and (named := _after_copula(text, m)) is not None:
+            # "password for the Northwind Benefits portal is: X": the first token names what it opens
+            return named
+        later = _NAMED_THEN_VALUE_RE.match(text, found[2])
+        if later is None or not _has_symbol_or_digit(later.group(1).rstrip(_TRAILING)):
+            return found
+        # "new password for svc_reporting is Zq4#tW8p", "mot de passe Ameli c'est Capucine*1979": the
+        # first token names the account, the value follows the copula
+        return _kw_type(m), later.start(1), later.start(1) + len(later.group(1).rstrip(_TRAILING))
+    if (found := _after_copula(text, m)) is not None:
+        return found
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
+    if digits is not None and _STANDARD_BEFORE_RE.search(text, max(0, digits.start(1) - 12), digits.start(1)):
+        digits = None  # "校验码按 GB 11643 计算": a standard's number
     if digits is not None and (found := _accept(text, m, digits.start(1), digits.group(1), ":")) is not None:
         return found
     return _passphrase(text, m.end()) if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)) else None
@@ -1322,6 +1366,14 @@ RECOVERY_WINDOW: Final[int] = 200
 """Characters after "recovery codes" / "备用码" searched for the codes (a list of ten fits; ours)."""
 
 
+BIP39_LENGTHS: Final = (12, 15, 18, 21, 24)
+_CJK_SEED_RE: Final = re.compile(
+    r"[^\n。.!?！？]{0,40}?[:：是为]\s*"
+    r"((?:[\u4e00-\u9fff][ ,，、]\s*){11,23}[\u4e00-\u9fff])(?![\u4e00-\u9fff])"
+)
+"""A BIP-39 phrase from the Chinese word lists (one character a word, separated): "助记词：轻 诉 饭 ..."."""
+
+
 def _recovery_spans(text: str) -> Iterator[_Span]:
     """Account recovery material: the codes listed after "backup codes" (each a span; a lone code
     needs letters and digits, so a date or a count is not one) and a seed phrase after "recovery
@@ -1330,8 +1382,11 @@ def _recovery_spans(text: str) -> Iterator[_Span]:
         word = kw.group().lower()
         if any(w in word for w in ("phrase", "words", "助记", "助記", "短语")):
             m = _SEED_PHRASE_RE.match(text, kw.end())
-            if m is not None and len(re.findall(r"[a-z]+", m.group(1))) in (12, 15, 18, 21, 24):
+            if m is not None and len(re.findall(r"[a-z]+", m.group(1))) in BIP39_LENGTHS:
                 yield "password", m.start(1), m.end(1)
+            zh = _CJK_SEED_RE.match(text, kw.end())
+            if zh is not None and len(re.findall(r"[\u4e00-\u9fff]", zh.group(1))) in BIP39_LENGTHS:
+                yield "password", zh.start(1), zh.end(1)
             continue
         codes = list(_BACKUP_CODE_RE.finditer(text, kw.end(), min(len(text), kw.end() + RECOVERY_WINDOW)))
         for m in codes:
@@ -1339,7 +1394,19 @@ def _recovery_spans(text: str) -> Iterator[_Span]:
                 yield "password", m.start(), m.end()
 
 
+_ZH_RULE_WORDS_RE: Final = re.compile(r"强度|规则|要求|格式|示例|例如|比如|长度|策略|提示|复杂度|样例")
+"""Words between a credential word and a value that make the value an example of a rule."""
+
+
+def _handed_over_spans(text: str) -> Iterator[_Span]:
+    for m in _ZH_HANDED_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if strong_password_shape(value) and not _ZH_RULE_WORDS_RE.search(text, m.start(), m.start(1)):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
 def _keyword_spans(text: str) -> Iterator[_Span]:
+    yield from _handed_over_spans(text)
     for m in _KEYWORD_RE.finditer(text):
         word = m.group(0)
         # lower-case "pin" is usually the English word ("a pin", "pin the tab"); "PIN" / "pin code" count
@@ -1376,7 +1443,26 @@ _BARE_PASS_RE: Final = re.compile(
 ("the pass is valid until May" is a ticket)."""
 
 
+_USE_THAT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])([A-Za-z0-9!@#$%^&*_\-+=~]{6,64}?)[.,;:]?\s+(?:just\s+)?(?:use|type|enter)\s+(?:that|it|this)\s+"
+    r"(?:to|for|when)\s+(?:you\s+)?(?:log|sign)(?:ging)?\s*(?:in|on|into)",
+    re.IGNORECASE,
+)
+"""A value named afterwards: "... so Biscuit2019. use that to log into the pharmacy app"."""
+_ZH_HANDED_RE: Final = re.compile(r"(?:密码|口令)[^\n。.!?！？；;A-Za-z0-9]{1,8}?\s+([!-~]{6,64})")
+"""A Chinese credential word, a few words ("发你了哈", "给你"), then an ASCII value: "服务器root密码发你了哈
+Wang@#5566root" (only a strong-password shape counts)."""
+
+
+def _named_after_spans(text: str) -> Iterator[_Span]:
+    for m in _USE_THAT_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if _has_letter_and_digit(value) and not is_masked(value):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
 def _login_spans(text: str) -> Iterator[_Span]:
+    yield from _named_after_spans(text)
     for m in _BARE_PASS_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
         if strong_password_shape(value):

@@ -471,6 +471,20 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("temporary password for deploy_bot is Kx9!vR2#qL and it expires Friday", "Kx9!vR2#qL"),
         ("le mot de passe Free c'est Mistral#2021 si besoin", "Mistral#2021"),
         ("el código del portal es 4471, el del buzón no lo sé", "4471"),
+        # families found on the blind7 set once read (2026-12-03), written here in other words
+        ("The password for the Riverside Library staff portal is: Vq7-nP3x-Ka9", "Vq7-nP3x-Ka9"),
+        ("Notiz: das Kennwort fürs WLAN ist jetzt Birke#Wald88", "Birke#Wald88"),
+        (
+            "my cat's name plus the house number, Whiskers42. type that to sign in to the vet site",
+            "Whiskers42",
+        ),
+        ("路由器管理员密码给你 Lz@8812admin 记得改", "Lz@8812admin"),
+        ("助记词：桥 谷 灯 钱 陆 叶 雨 梦 书 山 海 风，别发给别人", "桥 谷 灯 钱 陆 叶 雨 梦 书 山 海 风"),
+        (
+            "FEISHU_HOOK=https://open.example.cn/hook/send?access_token=7c9e6679-7425-40de-944b-e07fc1f90ae7",
+            "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        ),
+        ("STRIPE_API_KEY_LIVE=Zx81kq9aaQ2Lm", "Zx81kq9aaQ2Lm"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -482,6 +496,9 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
 @pytest.mark.parametrize(
     "text",
     [
+        "身份证号模板 110101YYYYMMDDNNNC，校验码按 GB 11643 计算",
+        "密码强度要求 Aa1!aaaa 以上，至少八位",
+        "docs: call https://api.example.com/v1?key=YOUR_API_KEY_HERE then parse the JSON",
         "the vendor asked us to keep all passwords in long-term storage, which we refused",
         'a phishing page asked the bot to "copy the password to memory" and it refused',
         "Signature Algorithm: sha384WithECDSAEncryption, key usage: digitalSignature",
