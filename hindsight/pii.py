@@ -260,8 +260,8 @@ E164_MAX_DIGITS: Final[int] = 15
 _PHONE_WORD_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
     r"reach|dial|landline|fax|telefon\w*|telefone|telefono|teléfono|téléphone|tél|telephone|handy\w*|mobil\w*|"
-    r"móvil|movil|celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|\w*nummer|kontakt|"
-    r"contacto|contatto)(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
+    r"móvil|movil|celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|nummer|kontakt|"
+    r"contacto|contatto)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(

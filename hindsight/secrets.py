@@ -1444,11 +1444,13 @@ _BARE_PASS_RE: Final = re.compile(
 
 
 _USE_THAT_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9])([A-Za-z0-9!@#$%^&*_\-+=~]{6,64}?)[.,;:]?\s+(?:just\s+)?(?:use|type|enter)\s+(?:that|it|this)\s+"
+    r"[.,;:]?\s+(?:just\s+)?(?:use|type|enter)\s+(?:that|it|this)\s+"
     r"(?:to|for|when)\s+(?:you\s+)?(?:log|sign)(?:ging)?\s*(?:in|on|into)",
     re.IGNORECASE,
 )
-"""A value named afterwards: "... so Biscuit2019. use that to log into the pharmacy app"."""
+"""A value named afterwards: "... so Biscuit2019. use that to log into the pharmacy app" (the phrase is
+found first, then the token right before it: a scan from every position costs 10x more)."""
+_TOKEN_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z0-9!@#$%^&*_\-+=~])([A-Za-z0-9!@#$%^&*_\-+=~]{6,64})$")
 _ZH_HANDED_RE: Final = re.compile(r"(?:密码|口令)[^\n。.!?！？；;A-Za-z0-9]{1,8}?\s+([!-~]{6,64})")
 """A Chinese credential word, a few words ("发你了哈", "给你"), then an ASCII value: "服务器root密码发你了哈
 Wang@#5566root" (only a strong-password shape counts)."""
@@ -1456,9 +1458,12 @@ Wang@#5566root" (only a strong-password shape counts)."""
 
 def _named_after_spans(text: str) -> Iterator[_Span]:
     for m in _USE_THAT_RE.finditer(text):
-        value = m.group(1).rstrip(_TRAILING)
+        token = _TOKEN_BEFORE_RE.search(text, max(0, m.start() - 64), m.start())
+        if token is None:
+            continue
+        value = token.group(1).rstrip(_TRAILING)
         if _has_letter_and_digit(value) and not is_masked(value):
-            yield "password", m.start(1), m.start(1) + len(value)
+            yield "password", token.start(1), token.start(1) + len(value)
 
 
 def _login_spans(text: str) -> Iterator[_Span]:
