@@ -1466,13 +1466,29 @@ def _named_after_spans(text: str) -> Iterator[_Span]:
             yield "password", token.start(1), token.start(1) + len(value)
 
 
-def _login_spans(text: str) -> Iterator[_Span]:
-    yield from _named_after_spans(text)
-    for m in _BARE_PASS_RE.finditer(text):
+def _login_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
+    # with ``gated``, each pattern runs only when a literal every one of its matches holds is in the
+    # text (scanning a long alternation from every position is what costs; same spans on every line)
+    low = text.lower()
+    has_pass = not gated or "pass" in low or "pw" in low or "密码" in text or "口令" in text
+    if not gated or (("log" in low or "sign" in low) and ("use" in low or "type" in low or "enter" in low)):
+        yield from _named_after_spans(text)
+    for m in _BARE_PASS_RE.finditer(text) if not gated or "pass" in low else ():
         value = m.group(1).rstrip(_TRAILING)
         if strong_password_shape(value):
             yield "password", m.start(1), m.start(1) + len(value)
-    for pattern in (_LOGIN_AS_RE, _CRED_PAIR_RE):
+    patterns = [
+        pattern
+        for pattern, present in (
+            (_LOGIN_AS_RE, any(w in low for w in ("log", "sign", "authenticat", "connect", "ssh"))),
+            (
+                _CRED_PAIR_RE,
+                "cred" in low or "login" in low or any(w in text for w in ("凭证", "账密", "账号密码")),
+            ),
+        )
+        if present or not gated
+    ]
+    for pattern in patterns:
         for m in pattern.finditer(text):
             value = m.group(1).rstrip(_TRAILING)
             if credential_like(value, kind="password"):
@@ -1481,6 +1497,11 @@ def _login_spans(text: str) -> Iterator[_Span]:
         value = m.group(1).rstrip(_TRAILING)
         if _shaped_like_password(value):
             yield "password", m.start(1), m.start(1) + len(value)
+    if has_pass:
+        yield from _user_pass_spans(text)
+
+
+def _user_pass_spans(text: str) -> Iterator[_Span]:
     for m in _USER_PASS_LOOSE_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
         if _shaped_like_password(value):
@@ -1745,7 +1766,7 @@ def detect_secrets(text: str, *, prefilter: bool = True) -> Iterator[_Span]:
     if "keyword" in needed:
         layers.append(_keyword_spans(text))
     if "login" in needed:
-        layers.append(_login_spans(text))
+        layers.append(_login_spans(text, gated=prefilter))
     if not prefilter or " -" in text or " / " in text:
         layers.append(_flag_spans(text))
     if "context" in needed:
