@@ -183,7 +183,7 @@ _EMAIL_RE: Final = re.compile(r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64})@
 _AT: Final = r"(?:\s*[\[({<]\s*at\s*[\])}>]\s*|\s+at\s+)"
 _DOT: Final = r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\s+dot\s+|\.)"
 _SPELLED_EMAIL_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64})"
+    r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]{1,64}(?:\s+dot\s+[A-Za-z0-9_%+\-]{1,64}){0,2})"
     + _AT
     + r"([A-Za-z0-9\-]{1,63}(?:"
     + _DOT
@@ -192,7 +192,8 @@ _SPELLED_EMAIL_RE: Final = re.compile(
     + r"([A-Za-z]{2,24})(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
-"""An address spelled out against scrapers: ``jdoe [at] fastmail [dot] fm``, ``li.wei at qq dot com``."""
+"""An address spelled out against scrapers: ``jdoe [at] fastmail [dot] fm``, ``li.wei at qq dot com``,
+``priya dot raman at outlook dot com`` (a dot spelled in the local part too)."""
 _AT_WORD_RE: Final = re.compile(r"(?<![A-Za-z])at(?![A-Za-z])", re.IGNORECASE)
 """What every spelled-out address contains (both ``_AT`` forms): the pre-filter of that detector."""
 _MAIL_WORD_RE: Final = re.compile(r"e-?mail|mail|邮箱|邮件|郵箱|contact|reach|write\s+to", re.IGNORECASE)
@@ -200,13 +201,13 @@ _MAIL_WORD_RE: Final = re.compile(r"e-?mail|mail|邮箱|邮件|郵箱|contact|re
 
 def _detect_spelled_email(text: str) -> Iterator[_Span]:
     """Spelled-out addresses: bracketed ``[at]`` / ``(dot)`` always; the bare ``x at y dot com`` form
-    only with a mail word in the 40 characters before and a ``.``, ``_``, ``+`` or digit in the local
-    part ("look at this dot com bubble" is prose)."""
+    only with a mail word in the 40 characters before and a ``.``, ``_``, ``+``, digit or spelled "dot"
+    in the local part ("look at this dot com bubble" is prose)."""
     pos = 0
     while (m := _SPELLED_EMAIL_RE.search(text, pos)) is not None:
         bracketed = any(c in m.group() for c in "[({<")
         if bracketed or (
-            any(c in m.group(1) for c in "._+0123456789")
+            (any(c in m.group(1) for c in "._+0123456789") or " dot " in m.group(1).lower())
             and _MAIL_WORD_RE.search(text, max(0, m.start() - 40), m.start())
         ):
             yield "email", m.start(), m.end()
@@ -261,12 +262,23 @@ _PHONE_WORD_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
     r"reach|dial|landline|fax|telefon\w*|telefone|telefono|teléfono|téléphone|tél|telephone|handy\w*|mobil\w*|"
     r"móvil|movil|celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|nummer|kontakt|"
-    r"contacto|contatto)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|番号|전화|휴대폰|연락처",
+    r"contacto|contatto|llám\w*|llam\w*|appel\w*)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(
     r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{0,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
 )
+_NO_TRUNK_PHONE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z+\-./:])(?:[1-9][0-9]{1,3}(?:[ \-.][0-9]{2,4}){2,4}|[1-9][0-9]{8,9})"
+    r"(?![0-9A-Za-z]|[.\-/:][0-9A-Za-z])"
+)
+"""A national number without a trunk 0 (Spain ``612 34 56 78``, Italy ``347 123 4567``), taken only right
+after a phone word and with 9-12 digits."""
+_GENERIC_NUMBER_WORD_RE: Final = re.compile(
+    r"number|numéro|numero|número|nummer|contact|kontakt|contacto|contatto|reach|号码|號碼|联系|聯繫|連絡",
+    re.IGNORECASE,
+)
+"""Phone words that name any number or contact: enough beside a number with a trunk 0, not without."""
 PHONE_WORD_WINDOW: Final[int] = 40
 """Characters after a phone word searched for a national-format number (ours: one clause)."""
 NATIONAL_MIN_DIGITS: Final[int] = 9
@@ -325,11 +337,26 @@ def _detect_spoken_phone(text: str) -> Iterator[_Span]:
 
 _ID_BEFORE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:run|build|job|pipeline|order|ticket|issue|invoice|tracking|commit|trace|request|txn|"
-    r"transaction)\s*(?:id|no\.?)?\s*[:#：]?\s*$|(?:编号|订单号?|单号|工单号?|流水号|运单号?)\s*[:#：]?\s*$",
+    r"transaction)\s*(?:id|no\.?|number)?\s*[:#：]?\s*$|(?:编号|订单号?|单号|工单号?|流水号|运单号?)\s*[:#：]?\s*$",
     re.IGNORECASE,
 )
 """Words right before an 11-digit number that make it an identifier ("CI run 13290045871", "订单号
 13312345678"), not a CN mobile number."""
+
+
+def _no_trunk_numbers(text: str, start: int, hi: int) -> Iterator[_Span]:
+    """Trunk-less national numbers starting within 16 characters after a phone word ending at ``start``
+    ("móvil es 612 34 56 78", "teléfono: 612345678"); not after an order or a passport word."""
+    for m in _NO_TRUNK_PHONE_RE.finditer(text, start, hi):
+        before = text[max(0, m.start() - 40) : m.start()]
+        if (
+            m.start() > start + 16
+            or _ID_BEFORE_RE.search(before[-24:])
+            or _PASSPORT_KEYWORD_RE.search(before)
+        ):
+            continue
+        if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS:
+            yield _with_extension(text, m.start(), m.end())
 
 
 def _detect_phone(text: str) -> Iterator[_Span]:
@@ -341,14 +368,17 @@ def _detect_phone(text: str) -> Iterator[_Span]:
                 yield _with_extension(text, m.start(), m.end())
     # a national format only next to a phone word; most texts hold no national-format number at all, and
     # one search for it is far cheaper than finding every phone word (a long alternation)
-    words = _PHONE_WORD_RE.finditer(text) if _NATIONAL_PHONE_RE.search(text) is not None else ()
-    for word in words:
+    national = _NATIONAL_PHONE_RE.search(text) is not None or _NO_TRUNK_PHONE_RE.search(text) is not None
+    for word in _PHONE_WORD_RE.finditer(text) if national else ():
         hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
         for m in _NATIONAL_PHONE_RE.finditer(text, word.end(), hi):
             if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS and not _service_line(
                 text, m.start(), m.end()
             ):
                 yield _with_extension(text, m.start(), m.end())
+        if not _GENERIC_NUMBER_WORD_RE.fullmatch(word.group()):
+            # "number", "号码" alone name any number; a number without a trunk 0 needs a phone word
+            yield from _no_trunk_numbers(text, word.end(), hi)
 
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:

@@ -388,6 +388,7 @@ ZH_FILLERS: Final[tuple[str, ...]] = (
 """Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X")."""
 _SEPARATORS: Final = frozenset(" \t\n:=：＝\"'`“”‘’「」(（-><")
 _MAX_FILLERS: Final[int] = 6
+_IT_IS: Final = frozenset({"it's ", "it’s "})
 _VALUE_RE: Final = re.compile(r"[\"'`“‘「]?([^\s\"'`“”‘’「」,，;；。、？()（）<>\[\]{}]{1,128})")
 _QUOTED_RE: Final = re.compile(
     r"[\"'`“‘「]([^\s.,;:!?\"'`“”‘’「」\n][^\"'`“”‘’「」\n]{2,63})[\"'`”’」](?![A-Za-z])"
@@ -1028,6 +1029,9 @@ def _value_after(text: str, pos: int) -> tuple[int, str, str] | None:
         zh = next((f for f in ZH_FILLERS if text.startswith(f, i)), None)
         if zh is not None:
             i += len(zh)
+            continue
+        if text[i : i + 5].lower() in _IT_IS:  # "password: it's bluebird77" (the apostrophe splits tokens)
+            i += 4
             continue
         m = _VALUE_RE.match(text, i)
         if m is None:

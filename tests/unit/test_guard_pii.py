@@ -186,6 +186,9 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         ("老家电话(0571) 8812-3344", "老家电话[REDACTED:phone]"),
         ("Meine Festnetznummer lautet 030 4418820", "Meine Festnetznummer lautet [REDACTED:phone]"),
         ("Tél : 07 12 34 56 78", "Tél : [REDACTED:phone]"),
+        # a newcomer's misses (2026-12-03), in other words: trunk-less national numbers after a phone word
+        ("Llámame al 699 12 34 56 mañana", "Llámame al [REDACTED:phone] mañana"),
+        ("il mio cellulare è 347 123 4567", "il mio cellulare è [REDACTED:phone]"),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -208,6 +211,8 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "version 1.2.3",
         "ISBN 978-3-16-148410-0",
         "spare belt, part 415-555-2671-C, fits both dryers",  # a part code, not a phone
+        "order number 612 34 56 78 shipped",  # a trunk-less number needs a phone word, not "number"
+        "お問い合わせ番号 4892-1736-5520",  # an inquiry number
         "售后客服热线 400-820-3366，周一至周日 8:00-20:00",  # a company's service line
         "Customer care hotline: 1-800-555-0199 (toll-free)",
         "pipeline run 15512345678 finished green",  # an identifier, not a CN mobile
@@ -243,6 +248,7 @@ def test_phone_that_is_the_local_part_of_an_email_is_one_email() -> None:
         ),
         ("mail JDOE{AT}fastmail{DOT}fm", "mail [REDACTED:email]"),  # forms the pre-filter must let through
         ("mail jdoe [ at ] fastmail [ dot ] fm", "mail [REDACTED:email]"),
+        ("e-mail me: tom dot baker at gmx dot de", "e-mail me: [REDACTED:email]"),  # a spelled local dot
     ],
 )
 def test_email_is_redacted(text: str, expected: str) -> None:
@@ -479,6 +485,7 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "Whiskers42",
         ),
         ("路由器管理员密码给你 Lz@8812admin 记得改", "Lz@8812admin"),
+        ("the wifi password: it's sunflower88, all lower case", "sunflower88"),
         ("助记词：桥 谷 灯 钱 陆 叶 雨 梦 书 山 海 风，别发给别人", "桥 谷 灯 钱 陆 叶 雨 梦 书 山 海 风"),
         (
             "FEISHU_HOOK=https://open.example.cn/hook/send?access_token=7c9e6679-7425-40de-944b-e07fc1f90ae7",
