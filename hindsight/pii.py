@@ -643,6 +643,12 @@ _VERSION_SUBJECT_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """A clause whose subject is a version and whose copula leads to the dotted quad."""
+_HOST_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:ip|ips|ipv4|ipv6|address\w*|host\w*|server\w*|ssh|dns|vpn|proxy|node|box|machine)(?![A-Za-z])|"
+    r"地址|服务器|主机|节点",
+    re.IGNORECASE,
+)
+"""Words that make such a clause about a machine ("the build server is 10.0.0.5"): an address after all."""
 
 
 def _is_netmask(address: ipaddress.IPv4Address) -> bool:
@@ -659,7 +665,8 @@ def _detect_ip(text: str) -> Iterator[_Span]:
             continue
         if _is_netmask(v4) or _VERSION_CONTEXT_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
-        if _VERSION_SUBJECT_RE.search(text[max(0, m.start() - 48) : m.start()]):
+        subject = _VERSION_SUBJECT_RE.search(text[max(0, m.start() - 48) : m.start()])
+        if subject is not None and not _HOST_WORD_RE.search(subject.group()):
             continue  # "the firmware on my router is 1.0.2.105": the clause is about a version
         near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
         named = _NAME_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])

@@ -321,6 +321,7 @@ def test_no_passport_without_keyword_nearby(text: str) -> None:
         ("link fe80::1ff:fe23:4567:890a ok", "link [REDACTED:ip] ok"),
         ("光猫状态：公网IPv4 58.33.120.7，在线", "光猫状态：公网IPv4 [REDACTED:ip]，在线"),  # blind6 family
         ("Router WAN 81.17.42.203 since Monday", "Router WAN [REDACTED:ip] since Monday"),
+        ("the build server is 10.20.0.5 now", "the build server is [REDACTED:ip] now"),  # a host
     ],
 )
 def test_ip_is_redacted(text: str, expected: str) -> None:
