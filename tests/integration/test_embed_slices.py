@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,8 +28,9 @@ from hindsight.settings import EmbedderSettings
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.vector import MemoryFilter
 from hindsight.stores.vector_edge import EdgeVectorStore
-from schemas import MemoryCandidate, Provenance, Topic, partition_key
+from schemas import Topic
 from services.ingest.embed import EmbedStage
+from tests.fixtures.kafka import candidate_records
 
 pytestmark = pytest.mark.integration
 
@@ -61,40 +62,7 @@ class StoreWatchingPublisher(EventPublisher):
 
 
 def records() -> list[ConsumerRecord[bytes, bytes]]:
-    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-    out = []
-    for i, content in enumerate(CONTENTS):
-        candidate = MemoryCandidate(
-            tenant_id=TENANT,
-            user_id=USER,
-            agent_id="agent",
-            session_id="s1",
-            memory_id=turn_memory_id(TENANT, f"evt-{i}"),
-            content=content,
-            source="user",
-            importance=0.7,
-            confidence=0.6,
-            occurred_at=start + timedelta(minutes=i),
-            reason="test",
-            provenance=Provenance(event_ids=(f"evt-{i}",)),
-        )
-        value = candidate.model_dump_json().encode()
-        out.append(
-            ConsumerRecord(
-                topic=Topic.CANDIDATES,
-                partition=0,
-                offset=i,
-                timestamp=0,
-                timestamp_type=0,
-                key=partition_key(TENANT, USER),
-                value=value,
-                checksum=None,
-                serialized_key_size=0,
-                serialized_value_size=len(value),
-                headers=(),
-            )
-        )
-    return out
+    return candidate_records(TENANT, USER, CONTENTS, datetime(2026, 11, 2, 9, 0, tzinfo=UTC))
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from aiokafka.structs import ConsumerRecord
 from redis.asyncio import Redis
 
 from hindsight.consumer import RETRIES, run_batch
@@ -30,8 +29,9 @@ from hindsight.publisher import EventPublisher
 from hindsight.stores.session_ledger import SessionLedger
 from hindsight.stores.vector import MemoryFilter
 from hindsight.stores.vector_edge import EdgeVectorStore
-from schemas import MemoryCandidate, Provenance, Topic, partition_key
+from schemas import Topic
 from services.ingest.embed import EmbedStage
+from tests.fixtures.kafka import candidate_records
 
 pytestmark = pytest.mark.integration
 
@@ -63,44 +63,6 @@ class RecordingPublisher(EventPublisher):
         return [value for t, _, value in self.flushed if t == topic]
 
 
-def candidate_records() -> list[ConsumerRecord[bytes, bytes]]:
-    start = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
-    records = []
-    for i, content in enumerate(CONTENTS):
-        event_id = f"evt-{i}"
-        candidate = MemoryCandidate(
-            tenant_id=TENANT,
-            user_id=USER,
-            agent_id="agent",
-            session_id="s1",
-            memory_id=turn_memory_id(TENANT, event_id),
-            content=content,
-            source="user",
-            importance=0.7,
-            confidence=0.6,
-            occurred_at=start + timedelta(minutes=i),
-            reason="test",
-            provenance=Provenance(event_ids=(event_id,)),
-        )
-        value = candidate.model_dump_json().encode()
-        records.append(
-            ConsumerRecord(
-                topic=Topic.CANDIDATES,
-                partition=0,
-                offset=i,
-                timestamp=0,
-                timestamp_type=0,
-                key=partition_key(TENANT, USER),
-                value=value,
-                checksum=None,
-                serialized_key_size=0,
-                serialized_value_size=len(value),
-                headers=(),
-            )
-        )
-    return records
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[EdgeVectorStore]:
     vector_store = EdgeVectorStore(tmp_path / "qdrant", 384)
@@ -126,7 +88,7 @@ async def test_stopped_server_pauses_the_embed_consumer_without_losing_or_duplic
     embedder = TritonEmbedder(target, name="multilingual-e5-small-q4", dim=384)
     ledger = SessionLedger(redis_client, key_prefix=f"test-triton:{uuid.uuid4().hex}")
     stage = EmbedStage(store, embedder, ledger)
-    records = candidate_records()
+    records = candidate_records(TENANT, USER, CONTENTS, datetime(2026, 11, 1, 9, 0, tzinfo=UTC))
     ids = [turn_memory_id(TENANT, f"evt-{i}") for i in range(len(CONTENTS))]
     mine = MemoryFilter(tenant_id=TENANT, user_id=USER)
     embedder.model.info()  # the consumer was running against a healthy server

@@ -13,6 +13,7 @@ from aiokafka.structs import ConsumerRecord
 from hindsight.consumer import Envelope, Rejection, run_batch
 from hindsight.errors import NotReadyError, StoreUnavailableError
 from hindsight.publisher import EventPublisher
+from tests.fixtures.kafka import consumed
 
 pytestmark = pytest.mark.unit
 
@@ -38,19 +39,7 @@ class FailsThenWorks:
 
 
 def record() -> ConsumerRecord[bytes, bytes]:
-    return ConsumerRecord(
-        topic="memory.sessions.v1",
-        partition=0,
-        offset=7,
-        timestamp=0,
-        timestamp_type=0,
-        key=b"t:u",
-        value=b"{}",
-        checksum=None,
-        serialized_key_size=3,
-        serialized_value_size=2,
-        headers=(),
-    )
+    return consumed("memory.sessions.v1", b"t:u", b"{}", 7)
 
 
 def publisher() -> EventPublisher:
