@@ -72,6 +72,9 @@ failures (spans, leaks) read after its first runs; never trains the classifier."
 BLIND7_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind7.txt"
 """Ninth set (split ``blind7``, 233 lines): frozen before any run; its rule-side failures read after its
 first run; never trains the classifier."""
+BLIND8_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind8.txt"
+"""Tenth set (split ``blind8``, 235 lines, ~18 % other languages, ~28 % Chinese): a new author,
+2026-12-03, frozen before any run; never trains the classifier."""
 DEV5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_dev5.txt"
 """A redaction development set (split ``dev5``, 170 lines: secrets, PII, look-alikes in prose) by
 another author, written to be read: the rule fixes of 2026-12-02 (evening) came from its misses."""
@@ -84,6 +87,7 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind5": (BLIND5_PATH, "seventh held-out set (read 2026-12-03)"),
     "blind6": (BLIND6_PATH, "eighth held-out set (rule side read 2026-12-03)"),
     "blind7": (BLIND7_PATH, "ninth held-out set (rule side read 2026-12-03)"),
+    "blind8": (BLIND8_PATH, "tenth held-out set"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""

@@ -262,7 +262,9 @@ _PHONE_WORD_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:phone|mobile|cell|tel|telephone|call|ring|text|sms|whatsapp|signal|number|contact|"
     r"reach|dial|landline|fax|telefon\w*|telefone|telefono|teléfono|téléphone|tél|telephone|handy\w*|mobil\w*|"
     r"móvil|movil|celular|cellulare|portable|telemóvel|telemovel|numéro|numero|número|nummer|kontakt|"
-    r"contacto|contatto|llám\w*|llam\w*|appel\w*)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|전화|휴대폰|연락처",
+    r"contacto|contatto|llám\w*|llam\w*|appel\w*|durchwahl|festnetz|hotline|helpline|switchboard|"
+    r"(?:direct|office|work|home|private|personal|desk)[\s\-]+lines?|lignes?\s+(?:directe|fixe)s?|"
+    r"l[ií]neas?\s+(?:directa|fija)s?|linea\s+(?:diretta|fissa))(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|携帯|連絡|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(
@@ -298,8 +300,11 @@ def _with_extension(text: str, start: int, end: int) -> _Span:
     return "phone", start, ext.end() if ext is not None else end
 
 
-_TOLL_FREE_RE: Final = re.compile(r"(?:1)?(?:800|888|877|866|855|844|833)[0-9]{7}|400[0-9]{7}")
-"""Toll-free and shared-cost service numbers: NANP 8XX (FCC 47 CFR 52.101) and China's 400 / 800 lines."""
+_TOLL_FREE_RE: Final = re.compile(
+    r"(?:1)?(?:800|888|877|866|855|844|833)[0-9]{7}|400[0-9]{7}|0800[0-9]{6,7}|0808[0-9]{7}|0805[0-9]{6}"
+)
+"""Toll-free and shared-cost service numbers: NANP 8XX (FCC 47 CFR 52.101), China's 400 / 800 lines and
+the European freephone ranges with a trunk 0 (UK 0800 / 0808, Germany 0800, France 0800 / 0805)."""
 _SERVICE_LINE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:hotline|helpline|toll[\s\-]?free|customer\s+(?:service|care|support)|support\s+line|"
     r"service\s+line|call\s+cent(?:er|re))(?![A-Za-z])|客服|热线|熱線|服务电话|服務電話|售后|售後|全国统一",
@@ -344,6 +349,28 @@ _ID_BEFORE_RE: Final = re.compile(
 13312345678"), not a CN mobile number."""
 
 
+_ARITHMETIC_AFTER_RE: Final = re.compile(
+    r"\s*(?:除以|乘以|加上|减去|[×÷*^]|的(?:平方|立方|余数|因数|质因数|倒数)|"
+    r"(?:divided|multiplied)\s+by|times|plus|minus|mod(?:ulo)?|squared|cubed)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_ARITHMETIC_BEFORE_RE: Final = re.compile(
+    r"(?:除以|乘以|加上|减去|[×÷*^]|(?<![A-Za-z])(?:(?:divided|multiplied)\s+by|times|plus|minus))\s*$",
+    re.IGNORECASE,
+)
+"""An operator beside an 11-digit number makes it an operand ("13817624459 除以 7 的余数", "7 times
+13817624459"), not a CN mobile number; "/", "-" and "加" stay out (two numbers "a/b", "加我微信")."""
+
+
+def _operand(text: str, start: int, end: int) -> bool:
+    """Whether the number ``text[start:end]`` is an operand: an operator beside it and no phone word in
+    the clause before it ("call 13817624459 plus the extension" is a phone)."""
+    return (
+        _ARITHMETIC_AFTER_RE.match(text, end) is not None
+        or _ARITHMETIC_BEFORE_RE.search(text, max(0, start - 16), start) is not None
+    ) and _PHONE_WORD_RE.search(text, max(0, start - PHONE_WORD_WINDOW), start) is None
+
+
 def _no_trunk_numbers(text: str, start: int, hi: int) -> Iterator[_Span]:
     """Trunk-less national numbers starting within 16 characters after a phone word ending at ``start``
     ("móvil es 612 34 56 78", "teléfono: 612345678"); not after an order or a passport word."""
@@ -355,14 +382,19 @@ def _no_trunk_numbers(text: str, start: int, hi: int) -> Iterator[_Span]:
             or _PASSPORT_KEYWORD_RE.search(before)
         ):
             continue
-        if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS:
+        if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS and not _service_line(
+            text, m.start(), m.end()
+        ):
             yield _with_extension(text, m.start(), m.end())
 
 
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
-            if pattern is _CN_MOBILE_RE and _ID_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()]):
+            if pattern is _CN_MOBILE_RE and (
+                _ID_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])
+                or _operand(text, m.start(), m.end())
+            ):
                 continue
             if not _service_line(text, m.start(), m.end()):
                 yield _with_extension(text, m.start(), m.end())
@@ -608,10 +640,10 @@ def _identifies_host(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
 _VERSION_CONTEXT_RE: Final = re.compile(
     r"(?:(?<![A-Za-z])(?:v|ver|version|versions|release|build|firmware|driver|sdk|kernel|patch|bootloader|"
     r"bios|uefi|baseband|modem|rom|os|"
-    r"upgrade[ds]?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
+    r"upgrade[ds]?(?:\s+paths?)?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
     r"chapter|section|sec\.?|§|clause|article|paragraph|appendix|figure|fig\.?|table|step|item|rule|part)"
     r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|(?:版本号?|固件|驱动|内核|补丁)(?:版本)?[是为:：\s从]*|"
-    r"(?:升级|更新|降级)(?:到|至)了?|[A-Za-z][A-Za-z0-9]*[\-_])$",
+    r"(?:升级|更新|降级)(?:到|至)了?\s*|[A-Za-z][A-Za-z0-9]*[\-_])$",
     re.IGNORECASE,
 )
 """Words right before a dotted quad that make it a version or a section number ("version 1.2.3.4",
@@ -631,8 +663,8 @@ _RELEASE_CONTEXT_RE: Final = re.compile(
     r"upgrade\s+(?:from|to)|since\s+version)(?![A-Za-z])|更新日志|发布说明|版本说明",
     re.IGNORECASE,
 )
-"""Release-note words near a dotted quad ("Controller 10.2.0.15 fixes ... introduced in 10.2.0.11"):
-with no address word near, the quad is a version, private range or not."""
+"""Release-note words anywhere in the text ("Release notes: controller 10.2.0.17 fixes ... introduced in
+10.2.0.15"): a dotted quad with no address word near is a version, private range or not."""
 ADDRESS_CONTEXT_CHARS: Final[int] = 40
 """Characters on each side of a dotted quad searched for an address word (ours: about one clause)."""
 
@@ -657,21 +689,37 @@ def _is_netmask(address: ipaddress.IPv4Address) -> bool:
     return bits != 0 and (bits | (bits - 1)) == 0xFFFFFFFF and str(address).startswith("255.")
 
 
+_RANGE_GAP_RE: Final = re.compile(r"\s*(?:to|through|thru|and|or|,|->|→|–|—|~|至|到)\s*$", re.IGNORECASE)
+"""Between two versions of a range or a list ("10.1.4.3 to 10.2.0.17", "升级 2.1.0.3 到 2.2.0.1")."""
+
+
 def _detect_ip(text: str) -> Iterator[_Span]:
+    release_notes = _RELEASE_CONTEXT_RE.search(text) is not None
+    version_end = -1
     for m in _IPV4_RE.finditer(text):
         try:
             v4 = ipaddress.IPv4Address(m.group())
         except ValueError:
             continue
         if _is_netmask(v4) or _VERSION_CONTEXT_RE.search(text[max(0, m.start() - 24) : m.start()]):
+            version_end = m.end()
             continue
+        near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
+        if (
+            version_end >= 0
+            and _RANGE_GAP_RE.fullmatch(text, version_end, m.start())
+            and not _ADDRESS_CONTEXT_RE.search(near)
+        ):
+            version_end = m.end()
+            continue  # the second end of a version range
         subject = _VERSION_SUBJECT_RE.search(text[max(0, m.start() - 48) : m.start()])
         if subject is not None and not _HOST_WORD_RE.search(subject.group()):
+            version_end = m.end()
             continue  # "the firmware on my router is 1.0.2.105": the clause is about a version
-        near = text[max(0, m.start() - ADDRESS_CONTEXT_CHARS) : m.end() + ADDRESS_CONTEXT_CHARS]
         named = _NAME_BEFORE_RE.search(text[max(0, m.start() - 24) : m.start()])
-        versioned = (named and not v4.is_private) or _RELEASE_CONTEXT_RE.search(near)
+        versioned = (named and not v4.is_private) or release_notes
         if versioned and not _ADDRESS_CONTEXT_RE.search(near):
+            version_end = m.end()
             continue
         if _identifies_host(v4):
             yield "ip", m.start(), m.end()

@@ -210,6 +210,10 @@ _EN_PASSWORD: Final = (
     r"one[\s\-]time\s+(?:code|password|passcode)|"
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
     r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])|"
+    # Redis' password directives and options (redis.conf, redis-server --requirepass X), "--pass X"
+    r"requirepass|masterauth|(?<=--)pass(?=[\s=])|"
+    # a bare "key ... is" names a value only in a Wi-Fi sentence (checked in _value_for)
+    r"(?<=\s)key(?=\s+(?:is|was)\s)|"
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
     r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль"
 )
@@ -341,9 +345,16 @@ FILLER_WORDS: Final[frozenset[str]] = frozenset(
         "office",
         "work",
         "guest",
+        "word",
+        "phrase",
+        "string",
+        "literally",
+        "simply",
+        "exactly",
     }
 )
-"""Words that may stand between a credential word and its value ("password for the router is X")."""
+"""Words that may stand between a credential word and its value ("password for the router is X", "the
+key is the word X", "it's literally X")."""
 ZH_FILLERS: Final[tuple[str, ...]] = (
     "改成了",
     "改成",
@@ -384,8 +395,14 @@ ZH_FILLERS: Final[tuple[str, ...]] = (
     "更新为",
     "修改为",
     "更改为",
+    "는",
+    "은",
+    "가",
+    "도",
 )
-"""Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X")."""
+"""Chinese fillers between a credential word and its value ("密码现在是X", "口令改为X"), and the Korean
+topic / subject particles after one ("비밀번호는 X이에요": the copula after the value is cut as any CJK
+tail is)."""
 _SEPARATORS: Final = frozenset(" \t\n:=：＝\"'`“”‘’「」(（-><")
 _MAX_FILLERS: Final[int] = 6
 _IT_IS: Final = frozenset({"it's ", "it’s "})
@@ -1066,6 +1083,13 @@ _ANSWERED_RE: Final = re.compile(
 )
 """The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
 密码？是X", "问：VPN密码多少？ 答：X"."""
+_LATER_SENTENCE_RE: Final = re.compile(
+    r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,30}[.。!！]\s*)?"
+    r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)\s+",
+    re.IGNORECASE,
+)
+"""The value given in a sentence of its own after one or two short ones about it: "My password is
+long. Really long. It is X"."""
 _PIN_VALUE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,40}?(?<![0-9A-Za-z])([0-9]{3,10}(?:[ \-][0-9]{3,4}(?![0-9]))?[#*]?)(?![0-9A-Za-z])"
 )
@@ -1079,6 +1103,17 @@ capital, a digit or a symbol, so "passwords" and "pinned" are words)."""
 
 
 _NEXT_DIGIT_GROUP_RE: Final = re.compile(r"[ \-][0-9]{3,4}[#*]?(?![0-9A-Za-z])")
+_DIGIT_GROUPS_RE: Final = re.compile(r"[0-9]{3,}(?:[ \-][0-9]{3,}){2,}")
+MAX_CODE_DIGITS: Final[int] = 12
+"""PINs and one-time codes have 4-12 digits (ours); three or more groups holding more are a document
+number."""
+
+
+def _document_number(text: str, start: int) -> bool:
+    groups = _DIGIT_GROUPS_RE.match(text, start)
+    return groups is not None and sum(c.isdigit() for c in groups.group()) > MAX_CODE_DIGITS
+
+
 _PLACE_GAP_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:on|in|at|under|inside|behind|from|via|through|into|onto|near|beside|within|by)(?![A-Za-z])",
     re.IGNORECASE,
@@ -1154,6 +1189,8 @@ def _accept(
     if not credential_like(stripped, kind=kind) or _is_prose(m, stripped, gap, cjk_word=cjk_word):
         return None
     end = start + len(stripped)
+    if kind == "pin" and stripped.isdigit() and _document_number(text, start):
+        return None  # "校验码 58213 40921 77310 28841": an invoice's 20-digit check code, not a one-time code
     if kind == "pin" and stripped.isdigit():
         group = _NEXT_DIGIT_GROUP_RE.match(text, end)  # "602 918": codes are shown in groups
         if group is not None:
@@ -1208,19 +1245,46 @@ _STANDARD_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z])(?:GB(?:/T)?|ISO|IEC|RFC|
 def _after_copula(text: str, m: re.Match[str]) -> _Span | None:
     """A credential after a separator or copula later in the clause, or after a question the text
     answers (see :func:`_value_for`)."""
-    for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE):
+    for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE, _LATER_SENTENCE_RE):
         start = m.end()
         for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
             sep = clause.match(text, start)
             if sep is None or _OTHER_FIELD_RE.search(sep.group()):
                 break  # 'api_key="YOUR_KEY" contact="a@b.c"': the later "=" is another field's
             after = _value_after(text, sep.end())  # skips "still", "now"
+            if (
+                clause is _LATER_SENTENCE_RE
+                and after
+                and not _has_symbol_or_digit(after[1].rstrip(_TRAILING))
+            ):
+                after = None  # "Change your password often. It is important.": a word, not the value
             if after is not None:
                 found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
                 if found is not None:
                     return found
             start = sep.end()
     return None
+
+
+_WIFI_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:wi-?fi|wlan|ssid|wireless|hotspot|network)(?![A-Za-z])|无线|热点|網路|网络",
+    re.IGNORECASE,
+)
+WIFI_KEY_WINDOW: Final[int] = 60
+"""Characters before a bare "key" searched for a Wi-Fi word (ours: about one sentence)."""
+
+
+def _wifi_key(text: str, m: re.Match[str]) -> _Span | None:
+    """A Wi-Fi key named by a bare "key ... is" ("wifi at the cabin: network is LakeView, and the key is
+    the word papillon-rouge-88"): only after a Wi-Fi word in the same sentence, and only a value with a
+    digit or a symbol ("the key is patience" is a saying)."""
+    before = text[max(0, m.start() - WIFI_KEY_WINDOW) : m.start()]
+    if _WIFI_WORD_RE.search(re.split(r"[.。!！?？\n]", before)[-1]) is None:
+        return None
+    value = _value_after(text, m.end())
+    if value is None or not _has_symbol_or_digit(value[1].rstrip(_TRAILING)):
+        return None
+    return _accept(text, m, *value)
 
 
 def _value_for(text: str, m: re.Match[str]) -> _Span | None:
@@ -1423,7 +1487,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             continue
         if _PROSE_PIN_CONTEXT_RE.search(text[max(0, m.start() - 12) : m.start()]):
             continue
-        found = _value_for(text, m)
+        found = _wifi_key(text, m) if m.group(0).lower() == "key" else _value_for(text, m)
         if found is not None:
             yield found
     for g in _GLUED_RE.finditer(text):
@@ -1617,7 +1681,22 @@ def _in_example_token(text: str, start: int, end: int) -> bool:
     token = text[start:end].rstrip(_TRAILING)
     if len(token) < 16 or "EXAMPLE" not in token:
         return False
-    return _EXAMPLE_CONTEXT_RE.search(text, max(0, lo - EXAMPLE_CONTEXT_WINDOW), lo) is not None
+    while _EXAMPLE_CONTEXT_RE.search(text, max(0, lo - EXAMPLE_CONTEXT_WINDOW), lo) is None:
+        # a block of documentation keys: the word before the first one presents the next ones too
+        # ("Example from the AWS docs:\naws_access_key_id = AKIA...EXAMPLE\naws_secret_access_key = ...")
+        earlier = [
+            t
+            for t in _EXAMPLE_TOKEN_RE.finditer(text, max(0, lo - EXAMPLE_CONTEXT_WINDOW), lo)
+            if len(t.group()) >= 16
+        ]
+        if not earlier:
+            return False
+        lo = earlier[-1].start()
+    return True
+
+
+_EXAMPLE_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9/+_\-]*EXAMPLE[A-Za-z0-9/+_\-]*")
+"""A documentation key's run (``AKIAIOSFODNN7EXAMPLE``, ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``)."""
 
 
 _SEGMENT_RE: Final = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
@@ -1703,6 +1782,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
             "暗証番号",
         ],
         *["비밀번호", "암호"],
+        "masterauth",
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (

@@ -189,6 +189,13 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         # a newcomer's misses (2026-12-03), in other words: trunk-less national numbers after a phone word
         ("Llámame al 699 12 34 56 mañana", "Llámame al [REDACTED:phone] mañana"),
         ("il mio cellulare è 347 123 4567", "il mio cellulare è [REDACTED:phone]"),
+        # blind8 family (2026-12-03), in other words: line words name a phone
+        (
+            "you can reach his office line on 0161 555 0192",
+            "you can reach his office line on [REDACTED:phone]",
+        ),
+        ("Durchwahl Frau Koch: 089 2180 4471", "Durchwahl Frau Koch: [REDACTED:phone]"),
+        ("ma ligne directe : 04 91 55 20 13", "ma ligne directe : [REDACTED:phone]"),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -217,6 +224,12 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "Customer care hotline: 1-800-555-0199 (toll-free)",
         "pipeline run 15512345678 finished green",  # an identifier, not a CN mobile
         "订单号 13912345678 已发货",
+        # blind8 families (2026-12-03), in other words: freephone lines, operands of arithmetic
+        "our support hotline is 0808 157 0192, free from UK landlines",
+        "Kostenlose Hotline 0800 3301000",
+        "算一下 15800001111 乘以 3 等于多少",
+        "what's 13500001111 modulo 9?",
+        "the assembly line 020 produced 7946 units",
     ],
 )
 def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
@@ -346,6 +359,10 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "固件 2.4.1.7 已推送",
         "modem 2.1.0.9 and bootloader 1.0.0.4 are current",
         "The firmware on the printer is 3.0.1.220, should I update it?",
+        # blind8 families (2026-12-03), in other words: upgrade paths and version ranges
+        "Upgrade path: 7.4.0.11 -> 7.6.1.2 (skip 7.5)",
+        "bootloader 2.0.0.18 through 2.0.1.3 are affected",
+        "Release notes\n- restores Wake-on-LAN timing\n- known issue carried over from 8.1.0.40",
     ],
 )
 def test_not_an_identifying_ip(text: str) -> None:
@@ -493,6 +510,17 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "7c9e6679-7425-40de-944b-e07fc1f90ae7",
         ),
         ("STRIPE_API_KEY_LIVE=Zx81kq9aaQ2Lm", "Zx81kq9aaQ2Lm"),
+        # families found on the blind8 set once read (2026-12-03), written here in other words
+        (
+            "I set a new passphrase for the NAS. Quite long. It's granite-heron-4471-moss",
+            "granite-heron-4471-moss",
+        ),
+        ("the alarm code is the number 5517#, don't tell the kids", "5517#"),
+        ("the password is literally Blue&Ferry22", "Blue&Ferry22"),
+        ("계정 비밀번호는 Dalbit*2291입니다", "Dalbit*2291"),
+        ("redis.conf: requirepass Vn3$kq-77Lp", "Vn3$kq-77Lp"),
+        ("masterauth Qe8#replica-22 in the replica config", "Qe8#replica-22"),
+        ("guest wlan is Birchwood-5G; the key is Moss!lake-31", "Moss!lake-31"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -521,6 +549,15 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "the user Alice, pass 2 is scheduled",
         '{"error": "expired_token", "detail": "The session token expired. Log in again."}',
         "He wrote \"confirm your password\". That's a scam, isn't it?",
+        # blind8 families (2026-12-03), in other words
+        "Rotate the admin password every quarter. It is policy.",
+        "the wifi is flaky, the key is to reboot the router twice",
+        "the key is 42, as every fan of the book knows",
+        "电子发票校验码 11234 56789 01234 56789，请核对",
+        # a block of documentation keys: the word before the first presents the next ones too
+        "Sample from the AWS docs, copied as is:\n# credentials file\n"
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ],
 )
 def test_codes_that_open_nothing_and_password_tools_are_not_secrets(text: str) -> None:
@@ -784,3 +821,6 @@ def test_a_dotted_quad_in_release_notes_is_a_version_but_a_host_with_an_address_
     assert not types_in("更新日志：控制器 172.16.2.9 版起修复了时区问题")
     assert types_in("Changelog aside, the build server at 10.4.0.7 is down") == ["ip"]
     assert types_in("the printer at 192.168.1.40 needs a firmware patch") == ["ip"]
+    # a range continues a version only without an address word (blind8 family)
+    assert types_in("version 5.0.0.2 and 172.16.9.3 is the build host") == ["ip"]
+    assert types_in("ping 10.1.4.3 to 10.2.0.17") == ["ip", "ip"]
