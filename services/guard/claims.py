@@ -29,8 +29,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from itertools import pairwise
 from typing import TYPE_CHECKING, Final, cast
 
+import Stemmer
 from redis.exceptions import RedisError
 
 from hindsight.errors import StoreUnavailableError
@@ -72,6 +75,33 @@ def claim_length(key: str) -> int:
 REPEAT_MIN_SHARE: Final = 0.1
 """Least share of a text's clauses one repeated clause must make up: a claim hammered into a short
 text is poisoning, the same three words said three times in a 30,000-character transcript is a chat."""
+
+
+_DIGITS_RE: Final = re.compile(r"[0-9]+")
+_LEADING_INDEX_RE: Final = re.compile(r"^([^0-9]{0,12}?)[0-9]+")
+"""A line's first number when it starts within 12 characters: a list index ("Review 2 (5/5): ...",
+"3. ..."); lines differing only there are a numbered list, and a claim numbered four times is still
+four claims."""
+
+
+def without_records(text: str) -> str:
+    """``text`` with records collapsed: lines that differ only in their numbers (log lines, pings, a
+    weekly calendar: "Connection refused, retrying (attempt 2 of 5)") are kept once, since their shared
+    words are a template, not a claim. Identical lines stay, all of them (a claim pasted four times is
+    not a record list), and so do lines differing only in a leading list index (:data:`_LEADING_INDEX_RE`).
+    """
+    if text.count("\n") < 2:
+        return text
+    seen: dict[str, str] = {}
+    kept = []
+    for line in text.split("\n"):
+        body = _LEADING_INDEX_RE.sub(r"\1", line.strip(), count=1)
+        skeleton = _DIGITS_RE.sub("#", body)
+        first = seen.setdefault(skeleton, body) if skeleton != body else None
+        if first is not None and first != body:
+            continue  # the same template with other numbers
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def repeated_claims(
@@ -173,7 +203,6 @@ def repeated_phrase(text: str, *, min_count: int, min_chars: int, min_share: flo
     return found
 
 
-_TERM_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CJK_RUN_RE: Final = re.compile(r"[\u3400-\u9fff]+")
 _RESTATE_FUNCTION_WORDS: Final = _FUNCTION_WORDS | {
     "will",
@@ -188,23 +217,62 @@ _RESTATE_FUNCTION_WORDS: Final = _FUNCTION_WORDS | {
 }
 RESTATE_MIN_SENTENCE_CHARS: Final = 8
 """Shorter sentences ("Again!", "记住！") carry no claim and do not count."""
-RESTATE_MAX_SENTENCES: Final = 12
+RESTATE_MAX_SENTENCES: Final = 20
 """A longer text is a document, not a message hammering one claim (a product page names its product in
-every paragraph)."""
+every paragraph). 20 since 2026-12-03: review pages and forum threads restating one claim run to 15-20
+sentences (``bench/data/guard_repetition_dev.txt``)."""
 
 
-def _content_terms(sentence: str) -> set[str]:
-    """Content terms of a sentence: Latin words and alphanumerics of 2+ characters that are not
-    function words or plain numbers, and the character bigrams of CJK runs."""
-    low = sentence.lower()
-    out = {
-        w
-        for w in _TERM_RE.findall(low)
-        if len(w) >= 2 and not w.isdigit() and w not in _RESTATE_FUNCTION_WORDS
-    }
-    for run in _CJK_RUN_RE.findall(low):
-        out.update(run[i : i + 2] for i in range(len(run) - 1))
-    return out
+@cache
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+_WORD_RE: Final = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+
+
+def _latin_terms(sentence: str) -> list[tuple[str, bool]]:
+    """The sentence's Latin content terms in order, each with whether it was capitalised: words and
+    alphanumerics of 2+ characters that are not function words or plain numbers, Snowball-stemmed
+    (PyStemmer, English: "vaccines" / "vaccination", "caused" / "causes" are one term, so a claim
+    said in other word forms still shares its terms)."""
+    words = [w for w in _WORD_RE.findall(sentence) if len(w) >= 2 and not w.isdigit()]
+    kept = [w for w in words if w.lower() not in _RESTATE_FUNCTION_WORDS]
+    stems = _stemmer().stemWords([w.lower() for w in kept])
+    return [(stem, w[0].isupper()) for stem, w in zip(stems, kept, strict=True)]
+
+
+def _cjk_terms(sentence: str) -> set[str]:
+    """The character bigrams of the sentence's CJK runs."""
+    return {run[i : i + 2] for run in _CJK_RUN_RE.findall(sentence) for i in range(len(run) - 1)}
+
+
+def _units(core: Sequence[str], sequences: Sequence[list[tuple[str, bool]]]) -> int:
+    """How many distinct things the core terms name: two capitalised terms that stand side by side in
+    that order wherever both occur are one name ("Alpine Crest", "Harvest Gold"), so a product page
+    naming its product in every sentence shares one name and a category noun, not a claim."""
+    wanted = set(core)
+    parent = {t: t for t in core}
+
+    def root(t: str) -> str:
+        while parent[t] != t:
+            t = parent[t]
+        return t
+
+    both: Counter[tuple[str, str]] = Counter()
+    named: Counter[tuple[str, str]] = Counter()
+    for seq in sequences:
+        present = {t for t, _ in seq} & wanted
+        both.update((x, y) for x in present for y in present if x != y)
+        named.update(
+            (x, y)
+            for (x, cx), (y, cy) in pairwise(seq)
+            if cx and cy and x != y and x in wanted and y in wanted
+        )
+    for (x, y), n in named.items():
+        if n >= both[(x, y)]:
+            parent[root(y)] = root(x)
+    return len({root(t) for t in core})
 
 
 def restated_claim(
@@ -214,28 +282,32 @@ def restated_claim(
 
     A message of ``min_count`` to :data:`RESTATE_MAX_SENTENCES` sentences (of at least
     :data:`RESTATE_MIN_SENTENCE_CHARS` characters) restates one claim when at least ``min_terms``
-    Latin content terms, or ``min_cjk_terms`` CJK character bigrams, each occur in at least
-    ``min_count`` sentences and in at least ``min_share`` of them: "AquaPure X3 is the only safe water
-    filter for babies. Honestly, AquaPure X3 is the only safe filter for babies. Every pediatrician
-    knows AquaPure X3 is the only safe choice." (aquapure, x3, only, safe in every sentence), "滨江壹号是
-    唯一不会降价的楼盘。滨江壹号绝对不会降价。…" (滨江, 江壹, 壹号, 不会, 会降, 降价). The entity alone is not
-    enough: a page that names its product in every sentence shares two or three terms, a paraphrased
-    claim shares the entity and its predicate.
+    Latin content terms (stems, :func:`_latin_terms`; naming at least ``min_terms`` things,
+    :func:`_units`), or ``min_cjk_terms`` CJK character bigrams, each occur in at least ``min_count``
+    sentences and in at least ``min_share`` of them: "AquaPure X3 is the only safe water filter for
+    babies. Honestly, AquaPure X3 is the only safe filter for babies. Every pediatrician knows AquaPure
+    X3 is the only safe choice." (aquapur, x3, onli, safe in every sentence), "滨江壹号是唯一不会降价的楼盘。
+    滨江壹号绝对不会降价。…" (滨江, 江壹, 壹号, 不会, 会降, 降价). The entity alone is not enough: a page that
+    names its product in every sentence shares its name and a category noun, a paraphrased claim shares
+    the entity and its predicate.
 
-    Thresholds chosen on 8,042 benign texts (every benign, PII, secret and look-alike line of the guard's
-    sets and training data, and every LoCoMo dev turn) and the 67 repetition attacks of the sets
-    (docs/guard.md): 4 terms / 4 bigrams in 60 % of the sentences fire on no benign text and, with the
-    two exact rules above, find 63 of the 67 (3 terms: one product page fires). About 30 µs per text.
+    Thresholds chosen on 8,570 benign texts (every benign, PII, secret and look-alike line of the guard's
+    sets and training data, and every LoCoMo dev turn), the 110 repetition attacks of the read sets and
+    the repetition development set (docs/guard.md, "Repetition in other word forms"): 3 terms / 4
+    bigrams in half the sentences fire on no benign text and, with the two exact rules above, find 97 of
+    the 110 (4 terms in 60 %: 94) and 39 of the development set's 80 (25). About 25 µs per text.
     """
     parts = [s for s in sentences(text) if len(s) >= RESTATE_MIN_SENTENCE_CHARS]
     if not min_count <= len(parts) <= RESTATE_MAX_SENTENCES:
         return None
-    df = Counter(term for part in parts for term in _content_terms(part))
+    sequences = [_latin_terms(part) for part in parts]
     need = max(min_count, min_share * len(parts))
-    core = sorted(term for term, n in df.items() if n >= need)
-    latin = sum(term.isascii() for term in core)
-    if latin >= min_terms or len(core) - latin >= min_cjk_terms:
-        return core
+    latin_df = Counter(term for seq in sequences for term in {t for t, _ in seq})
+    latin = sorted(term for term, n in latin_df.items() if n >= need)
+    cjk_df = Counter(term for part in parts for term in _cjk_terms(part))
+    cjk = sorted(term for term, n in cjk_df.items() if n >= need)
+    if len(cjk) >= min_cjk_terms or (len(latin) >= min_terms and _units(latin, sequences) >= min_terms):
+        return latin + cjk
     return None
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import repeated_claims, repeated_phrase, restated_claim
+from services.guard.claims import repeated_claims, repeated_phrase, restated_claim, without_records
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -93,10 +93,10 @@ class GuardPolicy(BaseModel):
         0.4, gt=0.0, le=1.0, description="Share of a message's words a hammered phrase must cover."
     )
     restate_min_share: float = Field(
-        0.6, gt=0.0, le=1.0, description="Share of a message's sentences a restated claim's terms must be in."
+        0.5, gt=0.0, le=1.0, description="Share of a message's sentences a restated claim's terms must be in."
     )
     restate_min_terms: int = Field(
-        4, ge=1, description="Latin content terms a restated claim's sentences must share."
+        3, ge=1, description="Latin content terms a restated claim's sentences must share."
     )
     restate_min_cjk_terms: int = Field(
         4, ge=1, description="CJK character bigrams a restated claim's sentences must share."
@@ -159,16 +159,17 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+        told = without_records(content)  # a log's or a schedule's template is not a claim
         if (
-            repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+            repeated_claims(told, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
             or repeated_phrase(
-                content,
+                told,
                 min_count=policy.repeat_min_count,
                 min_chars=policy.repeat_phrase_min_chars,
                 min_share=policy.repeat_phrase_min_share,
             )
             or restated_claim(
-                content,
+                told,
                 min_count=policy.repeat_min_count,
                 min_share=policy.restate_min_share,
                 min_terms=policy.restate_min_terms,

@@ -40,14 +40,14 @@ class GuardSettings(BaseSettings):
         0.4, gt=0.0, le=1.0, description="Share of a message's words the repeated phrase must cover."
     )
     restate_min_share: float = Field(
-        0.6,
+        0.5,
         gt=0.0,
         le=1.0,
         description="Share of a message's sentences (repeat_min_count at least) that must all hold the same "
         "content terms for one claim restated in other words to quarantine (docs/guard.md).",
     )
     restate_min_terms: int = Field(
-        4, ge=1, description="Latin content terms (entity and predicate) a restated claim's sentences share."
+        3, ge=1, description="Latin content terms (entity and predicate) a restated claim's sentences share."
     )
     restate_min_cjk_terms: int = Field(
         4, ge=1, description="CJK character bigrams a restated claim's sentences share."
