@@ -14,6 +14,7 @@ from hindsight.errors import ConfigurationError
 from hindsight.scoring import eviction_score, eviction_scores
 from hindsight.tuning import settings_file
 from hindsight.tuning.fit import (
+    MIN_FLOOR_TRIM,
     DecayFit,
     ExpiryFit,
     FloorFit,
@@ -107,6 +108,26 @@ def test_floor_that_fails_on_held_out_labels_is_reported_not_applied() -> None:
     assert isinstance(few, FloorFit)
     assert not few.validated
     assert "validation needs >= 30" in few.reason
+
+
+def test_floor_that_trims_too_little_of_the_unused_returns_is_not_applied() -> None:
+    rng = np.random.default_rng(10)
+    # used and unused returns equally similar: any floor drops as many used as unused memories
+    bins, pos, neg = _floor_inputs(rng.normal(0.8, 0.04, 1000), rng.normal(0.8, 0.04, 6000))
+    fit = fit_floor(bins, pos, neg, holdout_positives=_on(bins, rng.normal(0.8, 0.04, 300)))
+    assert isinstance(fit, FloorFit)
+    assert fit.floor > 0.65
+    assert fit.unused_trimmed < MIN_FLOOR_TRIM
+    assert not fit.validated
+    assert "removes only" in fit.reason
+    assert "needs >= 10%" in fit.reason
+    assert fit.as_dict()["unused_trimmed"] == round(fit.unused_trimmed, 4)
+    # the same labels with the unused returns less similar: the floor trims a share worth its misses
+    bins, pos, neg = _floor_inputs(rng.normal(0.8, 0.04, 1000), rng.normal(0.72, 0.04, 6000))
+    fit = fit_floor(bins, pos, neg, holdout_positives=_on(bins, rng.normal(0.8, 0.04, 300)))
+    assert isinstance(fit, FloorFit)
+    assert fit.unused_trimmed >= MIN_FLOOR_TRIM
+    assert fit.validated, fit.reason
 
 
 def test_floor_refuses_too_few_labels_and_says_how_many_it_needs() -> None:
