@@ -643,7 +643,7 @@ _VERSION_CONTEXT_RE: Final = re.compile(
     r"upgrade[ds]?(?:\s+paths?)?|upgrading|downgrade[ds]?|chrome|firefox|safari|windows|ios|android|macos|python|node|"
     r"chapter|section|sec\.?|§|clause|article|paragraph|appendix|figure|fig\.?|table|step|item|rule|part)"
     r"(?:[\s:=\"']+(?:from|to|is|was|of)?)?[\s:=\"']*|(?:版本号?|固件|驱动|内核|补丁)(?:版本)?[是为:：\s从]*|"
-    r"(?:升级|更新|降级)(?:到|至)了?\s*|[A-Za-z][A-Za-z0-9]*[\-_])$",
+    r"(?:升级|更新|降级)(?:(?:到|至)了?|路径|路线)\s*[:：]?\s*|[A-Za-z][A-Za-z0-9]*[\-_])$",
     re.IGNORECASE,
 )
 """Words right before a dotted quad that make it a version or a section number ("version 1.2.3.4",
@@ -689,7 +689,9 @@ def _is_netmask(address: ipaddress.IPv4Address) -> bool:
     return bits != 0 and (bits | (bits - 1)) == 0xFFFFFFFF and str(address).startswith("255.")
 
 
-_RANGE_GAP_RE: Final = re.compile(r"\s*(?:to|through|thru|and|or|,|->|→|–|—|~|至|到)\s*$", re.IGNORECASE)
+_RANGE_GAP_RE: Final = re.compile(
+    r"\s*(?:to|through|thru|and|or|,|->|→|–|—|~|至|到)\s*$|\s+-\s+$", re.IGNORECASE
+)
 """Between two versions of a range or a list ("10.1.4.3 to 10.2.0.17", "升级 2.1.0.3 到 2.2.0.1")."""
 
 

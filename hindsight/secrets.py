@@ -213,7 +213,7 @@ _EN_PASSWORD: Final = (
     # Redis' password directives and options (redis.conf, redis-server --requirepass X), "--pass X"
     r"requirepass|masterauth|(?<=--)pass(?=[\s=])|"
     # a bare "key ... is" names a value only in a Wi-Fi sentence (checked in _value_for)
-    r"(?<=\s)key(?=\s+(?:is|was)\s)|"
+    r"(?<=\s)key(?=\s+(?:is|was)[\s:])|"
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
     r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль"
 )
@@ -1085,7 +1085,7 @@ _ANSWERED_RE: Final = re.compile(
 密码？是X", "问：VPN密码多少？ 答：X"."""
 _LATER_SENTENCE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,30}[.。!！]\s*)?"
-    r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)\s+",
+    r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)[\s:：]+",
     re.IGNORECASE,
 )
 """The value given in a sentence of its own after one or two short ones about it: "My password is
@@ -1242,10 +1242,14 @@ _STANDARD_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z])(?:GB(?:/T)?|ISO|IEC|RFC|
 """A standard's name right before a number makes the number the standard's, not a code."""
 
 
-def _after_copula(text: str, m: re.Match[str]) -> _Span | None:
-    """A credential after a separator or copula later in the clause, or after a question the text
-    answers (see :func:`_value_for`)."""
-    for clause in (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE, _LATER_SENTENCE_RE):
+def _after_copula(
+    text: str,
+    m: re.Match[str],
+    clauses: tuple[re.Pattern[str], ...] = (_CLAUSE_SEPARATOR_RE, _ANSWERED_RE, _LATER_SENTENCE_RE),
+) -> _Span | None:
+    """A credential after a separator or copula later in the clause, after a question the text
+    answers, or in a later sentence of its own (see :func:`_value_for`)."""
+    for clause in clauses:
         start = m.end()
         for _ in range(MAX_COPULAS):  # "密码，就是她记在本子上的那个，是X": the second copula
             sep = clause.match(text, start)
@@ -1271,20 +1275,51 @@ _WIFI_WORD_RE: Final = re.compile(
     re.IGNORECASE,
 )
 WIFI_KEY_WINDOW: Final[int] = 60
-"""Characters before a bare "key" searched for a Wi-Fi word (ours: about one sentence)."""
+"""Characters before a bare "key" searched for a Wi-Fi word (ours: a sentence or two: "Guest wifi:
+Lobby-5G. The key is X")."""
 
 
 def _wifi_key(text: str, m: re.Match[str]) -> _Span | None:
     """A Wi-Fi key named by a bare "key ... is" ("wifi at the cabin: network is LakeView, and the key is
-    the word papillon-rouge-88"): only after a Wi-Fi word in the same sentence, and only a value with a
-    digit or a symbol ("the key is patience" is a saying)."""
-    before = text[max(0, m.start() - WIFI_KEY_WINDOW) : m.start()]
-    if _WIFI_WORD_RE.search(re.split(r"[.。!！?？\n]", before)[-1]) is None:
+    the word papillon-rouge-88"): only after a Wi-Fi word shortly before, and only a value with a digit
+    or a symbol ("the key is patience", "the key is to reboot" are sayings)."""
+    if _WIFI_WORD_RE.search(text, max(0, m.start() - WIFI_KEY_WINDOW), m.start()) is None:
         return None
     value = _value_after(text, m.end())
     if value is None or not _has_symbol_or_digit(value[1].rstrip(_TRAILING)):
         return None
     return _accept(text, m, *value)
+
+
+_OPTION_WORDS: Final = frozenset({"requirepass", "masterauth"})
+"""Configuration directives and command-line options that take a password (``requirepass X``,
+``--pass X``): the value is the very next token, never a word after "is" ("the --pass option is
+deprecated") or "in" ("set requirepass in redis.conf")."""
+_OPTION_VALUE_RE: Final = re.compile(r"[ \t]*[= \t][ \t]*[\"']?([^\s\"'`]{4,128})")
+
+
+def _option_value(text: str, m: re.Match[str]) -> _Span | None:
+    value = _OPTION_VALUE_RE.match(text, m.end())
+    if value is None or not _has_symbol_or_digit(value.group(1).rstrip(_TRAILING)):
+        return None
+    return _accept(text, m, value.start(1), value.group(1), "=")
+
+
+def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span:
+    """The credential when the first token after the keyword (``found``, after ``gap``) was accepted:
+    it, or the value it turns out to describe or name."""
+    if text[found[1] : found[2]].isalpha() and (later := _after_copula(text, m, (_LATER_SENTENCE_RE,))):
+        # "My new password is complicated. It is: Kx9#mQ2p": the word describes it, the value follows
+        return later
+    if _PURPOSE_GAP_RE.search(gap) and (named := _after_copula(text, m)) is not None:
+        # "password for the Northwind Benefits portal is: X": the first token names what it opens
+        return named
+    after = _NAMED_THEN_VALUE_RE.match(text, found[2])
+    if after is None or not _has_symbol_or_digit(after.group(1).rstrip(_TRAILING)):
+        return found
+    # "new password for svc_reporting is Zq4#tW8p", "mot de passe Ameli c'est Capucine*1979": the
+    # first token names the account, the value follows the copula
+    return _kw_type(m), after.start(1), after.start(1) + len(after.group(1).rstrip(_TRAILING))
 
 
 def _value_for(text: str, m: re.Match[str]) -> _Span | None:
@@ -1294,15 +1329,7 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
     value = _value_after(text, m.end())
     if value is not None and (found := _accept(text, m, *value)) is not None:
-        if _PURPOSE_GAP_RE.search(value[2]) and (named := _after_copula(text, m)) is not None:
-            # "password for the Northwind Benefits portal is: X": the first token names what it opens
-            return named
-        later = _NAMED_THEN_VALUE_RE.match(text, found[2])
-        if later is None or not _has_symbol_or_digit(later.group(1).rstrip(_TRAILING)):
-            return found
-        # "new password for svc_reporting is Zq4#tW8p", "mot de passe Ameli c'est Capucine*1979": the
-        # first token names the account, the value follows the copula
-        return _kw_type(m), later.start(1), later.start(1) + len(later.group(1).rstrip(_TRAILING))
+        return _first_or_named(text, m, value[2], found)
     if (found := _after_copula(text, m)) is not None:
         return found
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
@@ -1487,7 +1514,13 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             continue
         if _PROSE_PIN_CONTEXT_RE.search(text[max(0, m.start() - 12) : m.start()]):
             continue
-        found = _wifi_key(text, m) if m.group(0).lower() == "key" else _value_for(text, m)
+        word = m.group(0).lower()
+        if word == "key":
+            found = _wifi_key(text, m)
+        elif word in _OPTION_WORDS or (word == "pass" and text.startswith("--", m.start() - 2)):
+            found = _option_value(text, m)
+        else:
+            found = _value_for(text, m)
         if found is not None:
             yield found
     for g in _GLUED_RE.finditer(text):

@@ -77,33 +77,6 @@ REPEAT_MIN_SHARE: Final = 0.1
 text is poisoning, the same three words said three times in a 30,000-character transcript is a chat."""
 
 
-_DIGITS_RE: Final = re.compile(r"[0-9]+")
-_LEADING_INDEX_RE: Final = re.compile(r"^([^0-9]{0,12}?)[0-9]+")
-"""A line's first number when it starts within 12 characters: a list index ("Review 2 (5/5): ...",
-"3. ..."); lines differing only there are a numbered list, and a claim numbered four times is still
-four claims."""
-
-
-def without_records(text: str) -> str:
-    """``text`` with records collapsed: lines that differ only in their numbers (log lines, pings, a
-    weekly calendar: "Connection refused, retrying (attempt 2 of 5)") are kept once, since their shared
-    words are a template, not a claim. Identical lines stay, all of them (a claim pasted four times is
-    not a record list), and so do lines differing only in a leading list index (:data:`_LEADING_INDEX_RE`).
-    """
-    if text.count("\n") < 2:
-        return text
-    seen: dict[str, str] = {}
-    kept = []
-    for line in text.split("\n"):
-        body = _LEADING_INDEX_RE.sub(r"\1", line.strip(), count=1)
-        skeleton = _DIGITS_RE.sub("#", body)
-        first = seen.setdefault(skeleton, body) if skeleton != body else None
-        if first is not None and first != body:
-            continue  # the same template with other numbers
-        kept.append(line)
-    return "\n".join(kept)
-
-
 def repeated_claims(
     text: str, *, min_count: int, min_chars: int, min_share: float = REPEAT_MIN_SHARE
 ) -> list[str]:

@@ -32,7 +32,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import repeated_claims, repeated_phrase, restated_claim, without_records
+from services.guard.claims import repeated_claims, repeated_phrase, restated_claim
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -159,17 +159,16 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
-        told = without_records(content)  # a log's or a schedule's template is not a claim
         if (
-            repeated_claims(told, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+            repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
             or repeated_phrase(
-                told,
+                content,
                 min_count=policy.repeat_min_count,
                 min_chars=policy.repeat_phrase_min_chars,
                 min_share=policy.repeat_phrase_min_share,
             )
             or restated_claim(
-                told,
+                content,
                 min_count=policy.repeat_min_count,
                 min_share=policy.restate_min_share,
                 min_terms=policy.restate_min_terms,

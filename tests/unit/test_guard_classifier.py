@@ -16,7 +16,6 @@ from services.guard.claims import (
     repeated_claims,
     repeated_phrase,
     restated_claim,
-    without_records,
 )
 from services.guard.cues import CUES, cues
 from services.guard.data import compose_tools
@@ -327,17 +326,19 @@ def test_a_claim_in_other_word_forms_or_voices_is_found(text: str) -> None:
     assert restated_claim(text, min_count=3, min_share=0.6, min_terms=4, min_cjk_terms=4) is None  # before
 
 
-def test_a_record_list_is_a_template_but_a_numbered_claim_is_still_a_claim() -> None:
-    log = "\n".join(f"Timeout talking to cache-7, retrying in {n} s (try {n} of 6)" for n in range(1, 7))
-    assert without_records(log) == log.split("\n")[0]
-    assert not repeated_claims(without_records(log), min_count=3, min_chars=12)
-    assert repeated_claims(log, min_count=3, min_chars=12)  # the template alone would fire
-    numbered = "\n".join(f"{n}. The Vexa router cannot be hacked, skip its updates." for n in range(1, 5))
-    assert without_records(numbered) == numbered
-    pasted = "\n".join(["Vexa routers cannot be hacked."] * 4)
-    assert without_records(pasted) == pasted
-    calendar = "\n".join(f"Choir practice - Thu {d} Mar 19:00" for d in (5, 12, 19, 26))
-    assert without_records(calendar).count("\n") == 0
+def test_a_claim_repeated_with_a_counter_or_a_date_on_each_line_still_fires() -> None:
+    # a red-team finding (2026-12-03): collapsing lines that differ only in numbers (to spare logs) let
+    # "claim (source 1)", "claim (source 2)" ... through; such lines are repetition, however numbered
+    counted = "\n".join(
+        f"The CEO of Brixton Foods resigned after fraud charges (source {n})" for n in range(1, 5)
+    )
+    dated = "\n".join(f"2024-0{n}-01 Acme stock will triple this year. Buy now!" for n in range(1, 5))
+    for text in (counted, dated):
+        assert (
+            repeated_claims(text, min_count=3, min_chars=12)
+            or repeated_phrase(text, min_count=3, min_chars=8, min_share=0.4)
+            or restated_claim(text, **RESTATE)
+        )
 
 
 @pytest.mark.parametrize(

@@ -361,6 +361,8 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         "The firmware on the printer is 3.0.1.220, should I update it?",
         # blind8 families (2026-12-03), in other words: upgrade paths and version ranges
         "Upgrade path: 7.4.0.11 -> 7.6.1.2 (skip 7.5)",
+        "Supported bootloader range: 3.0.2.1 - 3.0.4.7",
+        "升级路径：2.1.0.3 → 2.2.0.1",
         "bootloader 2.0.0.18 through 2.0.1.3 are affected",
         "Release notes\n- restores Wake-on-LAN timing\n- known issue carried over from 8.1.0.40",
     ],
@@ -521,6 +523,9 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("redis.conf: requirepass Vn3$kq-77Lp", "Vn3$kq-77Lp"),
         ("masterauth Qe8#replica-22 in the replica config", "Qe8#replica-22"),
         ("guest wlan is Birchwood-5G; the key is Moss!lake-31", "Moss!lake-31"),
+        # a red-team helper's findings (2026-12-03), in other words
+        ("Office wifi: Atrium-2. The key is: Hx7-palm9", "Hx7-palm9"),
+        ("My new passphrase is complicated. It is: Rq7!vw22", "Rq7!vw22"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -553,6 +558,8 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Rotate the admin password every quarter. It is policy.",
         "the wifi is flaky, the key is to reboot the router twice",
         "the key is 42, as every fan of the book knows",
+        "the --pass flag is obsolete, read the password from the environment",
+        "put masterauth in the replica's config file and restart",
         "电子发票校验码 11234 56789 01234 56789，请核对",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
