@@ -212,7 +212,7 @@ _EN_PASSWORD: Final = (
     r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])|"
     # Redis' password directives and options (redis.conf, redis-server --requirepass X), "--pass X"
     r"requirepass|masterauth|(?<=--)pass(?=[\s=])|"
-    # a bare "key ... is" names a value only in a Wi-Fi sentence (checked in _value_for)
+    # a bare "key ... is" names a value only near a Wi-Fi word (checked in _wifi_key)
     r"(?<=\s)key(?=\s+(?:is|was)[\s:])|"
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
     r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль"
@@ -1292,9 +1292,9 @@ def _wifi_key(text: str, m: re.Match[str]) -> _Span | None:
 
 
 _OPTION_WORDS: Final = frozenset({"requirepass", "masterauth"})
-"""Configuration directives and command-line options that take a password (``requirepass X``,
-``--pass X``): the value is the very next token, never a word after "is" ("the --pass option is
-deprecated") or "in" ("set requirepass in redis.conf")."""
+"""Configuration directives that take a password (``requirepass X``); with the option ``--pass X`` the
+value is the very next token, never a word after "is" ("the --pass option is deprecated") or "in"
+("set requirepass in redis.conf")."""
 _OPTION_VALUE_RE: Final = re.compile(r"[ \t]*[= \t][ \t]*[\"']?([^\s\"'`]{4,128})")
 
 
@@ -1698,6 +1698,8 @@ _EXAMPLE_CONTEXT_RE: Final = re.compile(
 )
 EXAMPLE_CONTEXT_WINDOW: Final[int] = 80
 """Characters before a key searched for a word that presents it as an example (ours)."""
+_EXAMPLE_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9/+_\-]*EXAMPLE[A-Za-z0-9/+_\-]*")
+"""A documentation key's run (``AKIAIOSFODNN7EXAMPLE``, ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``)."""
 
 
 def _in_example_token(text: str, start: int, end: int) -> bool:
@@ -1726,10 +1728,6 @@ def _in_example_token(text: str, start: int, end: int) -> bool:
             return False
         lo = earlier[-1].start()
     return True
-
-
-_EXAMPLE_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9/+_\-]*EXAMPLE[A-Za-z0-9/+_\-]*")
-"""A documentation key's run (``AKIAIOSFODNN7EXAMPLE``, ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``)."""
 
 
 _SEGMENT_RE: Final = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
