@@ -584,7 +584,9 @@ class ExpiryFit:
     current_regret: float
     current_never_used_expired: float
     decay: str = "current"
-    """Which decay the scores used: ``current`` or ``fitted``."""
+    """Which decay the scores used: ``current``, ``fitted`` or ``grid`` (:data:`EVICTION_DECAY_GRID`)."""
+    default_decay: float = 0.0
+    """The decay rate (per day) of memory types without their own, as replayed."""
     target_expire_share: float = 0.0
     zero_regret_threshold: float = 0.0
     """The largest threshold within ``max_regret`` on the training cuts."""
@@ -593,6 +595,11 @@ class ExpiryFit:
     current threshold)."""
     validated: bool = False
     reason: str = ""
+
+    @property
+    def never_used_share(self) -> float:
+        """Share of never-used memories the fitted threshold expires (mean over the training cuts)."""
+        return float(self.never_used_expired_share[int(np.argmin(np.abs(self.grid - self.threshold)))])
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready statistics (a coarse table of the sweep; the plot has all of it)."""
@@ -617,6 +624,7 @@ class ExpiryFit:
             "validated": self.validated,
             "not_applied_because": self.reason or None,
             "decay": self.decay,
+            "decay_per_day": round(self.default_decay, 5),
             "expire_below": round(self.threshold, 4),
             "zero_regret_threshold": round(self.zero_regret_threshold, 4),
             "target_expire_share": self.target_expire_share,
@@ -667,7 +675,7 @@ def fit_expiry(
             memories (averaged over the training cuts) is taken instead of the zero-regret one if it is
             smaller: the storage goal met with the most room to spare.
         current: the threshold in force, for comparison.
-        decay: label of the decay setting (``current`` / ``fitted``), reported.
+        decay: label of the decay setting (``current`` / ``fitted`` / ``grid``), reported.
         grid: thresholds to try (default 0 .. 0.6 by 0.0025).
     """
     thresholds = grid if grid is not None else np.round(np.arange(0.0, 0.6001, 0.0025), 4)
@@ -760,12 +768,39 @@ def fit_expiry(
         current_regret=float(worst[j]),
         current_never_used_expired=float(never_mean[j]),
         decay=decay,
+        default_decay=default_decay,
         target_expire_share=target_expire_share,
         zero_regret_threshold=float(thresholds[zero]),
         holdout=holdout,
         validated=not reasons,
         reason="; ".join(reasons),
     )
+
+
+EVICTION_DECAY_GRID: tuple[float, ...] = (0.002, 0.005, 0.01, 0.02)
+"""Eviction decays (per day) the expiry replay tries beside the fitted and the current one (ours: half-lives
+of about a year to a month). The reuse fit answers how fast a memory's chance of reuse falls at first;
+what eviction needs is the order in which memories stop being used, and where reuse has a long tail (a
+question about an old session long after it; LoCoMo replay, docs/tuning.md) a slower decay keeps the
+memories that tail needs while a threshold still expires as many never-used ones."""
+
+
+def choose_expiry(alternatives: Sequence[ExpiryFit | NotFitted]) -> ExpiryFit | NotFitted:
+    """The eviction setting to apply: among the alternatives that validated, the one whose threshold
+    expires the largest share of never-used memories on the training cuts (each already within the
+    allowed regret); ties go to the earlier one (fitted, then current, then the grid). None validated:
+    the first, reported and not applied.
+
+    Raises:
+        ValueError: ``alternatives`` is empty.
+    """
+    if not alternatives:
+        raise ValueError("no eviction setting was replayed")
+    validated = [a for a in alternatives if isinstance(a, ExpiryFit) and a.validated]
+    if not validated:
+        return alternatives[0]
+    best = max(a.never_used_share for a in validated)
+    return next(a for a in validated if a.never_used_share >= best - 1e-12)
 
 
 # -- keep threshold ----------------------------------------------------------------------------------

@@ -23,12 +23,14 @@ import numpy as np
 from hindsight.analytics.queries import AGE_BUCKETS, Clock, Signal, TuningSql
 from hindsight.scoring import EXPIRE_BELOW, RECENCY_DECAY_PER_DAY
 from hindsight.tuning.fit import (
+    EVICTION_DECAY_GRID,
     DecayFit,
     ExpiryFit,
     FloorFit,
     KeepFit,
     NotFitted,
     Snapshot,
+    choose_expiry,
     fit_decay,
     fit_expiry,
     fit_floor,
@@ -111,18 +113,28 @@ class TuneReport:
     scores: dict[str, dict[str, list[float]]]
     seconds: dict[str, float]
     expiry_alternatives: list[ExpiryFit | NotFitted] = field(default_factory=list)
-    """Every eviction setting replayed (fitted decay first, then the current one); :attr:`expiry` is the
-    first that validated, else the first."""
+    """Every eviction setting replayed (fitted decay first, then the current one, then
+    :data:`~hindsight.tuning.fit.EVICTION_DECAY_GRID`); :attr:`expiry` is the one
+    :func:`~hindsight.tuning.fit.choose_expiry` picked."""
 
     @property
     def decay_applied(self) -> bool:
-        """The fitted decay goes out with a validated expiry threshold: decay and threshold make one
-        eviction score, so a new decay is applied only when the replay validated it together with the
-        threshold."""
-        return isinstance(self.expiry, ExpiryFit) and self.expiry.validated and self.expiry.decay == "fitted"
+        """A new eviction decay goes out with a validated expiry threshold: decay and threshold make one
+        eviction score, so the fitted (or a grid) decay is applied only when the replay validated it
+        together with the threshold."""
+        return (
+            isinstance(self.expiry, ExpiryFit)
+            and self.expiry.validated
+            and self.expiry.decay in ("fitted", "grid")
+        )
 
     def decay_note(self) -> str:
         """Why the fitted decay is (not) applied."""
+        if self.decay_applied and isinstance(self.expiry, ExpiryFit) and self.expiry.decay == "grid":
+            return (
+                f"not applied: the eviction decay {self.expiry.default_decay:g}/day (replay grid) goes out "
+                "instead, with the validated expiry threshold that expired the most never-used memories"
+            )
         if self.decay_applied:
             return "applied with the validated expiry threshold"
         if not any(isinstance(d, DecayFit) for d in self.decay.values()):
@@ -134,7 +146,11 @@ class TuneReport:
         out: dict[str, Any] = {}
         if isinstance(self.floor, FloorFit) and self.floor.validated:
             out["similarity_floor"] = round(self.floor.floor, 4)
-        if self.decay_applied:
+        if self.decay_applied and isinstance(self.expiry, ExpiryFit) and self.expiry.decay == "grid":
+            # one eviction decay for every memory type, as replayed
+            out["decay_per_day"] = round(self.expiry.default_decay, 5)
+            out["decay_per_day_by_type"] = {}
+        elif self.decay_applied:
             fitted = {g: d for g, d in self.decay.items() if isinstance(d, DecayFit)}
             if "all" in fitted:
                 out["decay_per_day"] = round(fitted["all"].rate_per_day, 5)
@@ -321,6 +337,7 @@ def _tune(
         )
         settings.append(("fitted", by_type, pooled.rate_per_day))
     settings.append(("current", dict(cur.decay_per_day_by_type), cur.decay_per_day))
+    settings.extend(("grid", {}, rate) for rate in EVICTION_DECAY_GRID)
     alternatives: list[ExpiryFit | NotFitted] = [
         fit_expiry(
             snapshots,
@@ -333,7 +350,7 @@ def _tune(
         )
         for label, by_type, default_decay in settings
     ]
-    expiry = next((e for e in alternatives if isinstance(e, ExpiryFit) and e.validated), alternatives[0])
+    expiry = choose_expiry(alternatives)
     seconds["expiry"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -452,12 +469,14 @@ def render_table(report: TuneReport) -> str:
         )
     else:
         row("similarity_floor", f"NOT FITTED: {f.reason}")
-    note = "" if report.decay_applied else f"; {report.decay_note()}"
+    e = report.expiry
+    fitted_out = report.decay_applied and isinstance(e, ExpiryFit) and e.decay == "fitted"
+    note = "" if fitted_out else f"; {report.decay_note()}"
     for group, d in report.decay.items():
         name = "decay_per_day" if group == "all" else f"decay_per_day[{group}]"
         if isinstance(d, DecayFit):
             now = cur["decay_per_day_by_type"].get(group, cur["decay_per_day"])
-            shown = f"{d.rate_per_day:.4g}" if report.decay_applied else f"({d.rate_per_day:.4g})"
+            shown = f"{d.rate_per_day:.4g}" if fitted_out else f"({d.rate_per_day:.4g})"
             lines.append(
                 f"{name:<28}{now:>10.4g}{shown:>10}  half-life {d.half_life_days:.1f} d "
                 f"(95% CI {d.half_life_ci95[0]:.1f}-{d.half_life_ci95[1]:.1f}); {d.events} reuses over "
@@ -465,13 +484,12 @@ def render_table(report: TuneReport) -> str:
             )
         else:
             lines.append(f"{name:<28}{cur['decay_per_day']:>10.4g}{'-':>10}  NOT FITTED: {d.reason}")
-    e = report.expiry
     if isinstance(e, ExpiryFit):
         i = int(np.argmin(np.abs(e.grid - e.threshold)))
         h = e.holdout
         row(
             "expire_below",
-            f"{e.decay} decay: expires {e.expired_share[i]:.1%} of memories, "
+            f"{e.decay} decay {e.default_decay:.4g}/day: expires {e.expired_share[i]:.1%} of memories, "
             f"{e.never_used_expired_share[i]:.1%} of never-used, worst regret {e.regret[i]:.1%} over "
             f"{len(e.cuts)} cuts; held-out cut: "
             f"{h.get('later_used_expired', '-')} of {h.get('used_after', '-')} later-used expired "

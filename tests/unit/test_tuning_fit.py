@@ -22,6 +22,7 @@ from hindsight.tuning.fit import (
     NotFitted,
     Snapshot,
     binomial_cdf,
+    choose_expiry,
     fit_decay,
     fit_expiry,
     fit_floor,
@@ -262,6 +263,48 @@ def _snapshot(
         used_after=np.asarray(used_after, dtype=bool),
         holdout=holdout,
     )
+
+
+def _aged_snapshot(rng: np.random.Generator, *, holdout: bool = False) -> Snapshot:
+    """200 memories used later (importance 0.5) and 200 never used (importance 0.1), of ages spread over
+    0-190 days at the cut, none returned before it."""
+    n = 400
+    later = np.arange(n) < n // 2
+    return Snapshot(
+        cut=0.9 if holdout else 0.5,
+        user=np.zeros(n, dtype=np.int64),
+        memory_type=["episodic"] * n,
+        importance=np.where(later, 0.5, 0.1),
+        born=200.0 - rng.uniform(0.0, 190.0, n),
+        cut_day=np.full(n, 200.0),
+        accesses_before=np.zeros(n),
+        last_access_before=np.zeros(n),
+        uses_before=np.zeros(n),
+        used_after=later,
+        holdout=holdout,
+    )
+
+
+def test_the_eviction_decay_that_expires_the_most_never_used_memories_is_chosen() -> None:
+    rng = np.random.default_rng(12)
+    snaps = [_aged_snapshot(rng), _aged_snapshot(rng, holdout=True)]
+    current = fit_expiry(snaps, {}, 0.05, decay="current")
+    slow = fit_expiry(snaps, {}, 0.002, decay="grid")
+    assert isinstance(current, ExpiryFit)
+    assert isinstance(slow, ExpiryFit)
+    assert current.validated
+    assert slow.validated
+    # at 0.05/day an old memory used later scores 0.4 * 0.5 = 0.2 and a young never-used one up to
+    # 0.04 + 0.3 = 0.34: the young stay; at 0.002/day importance orders them and all never-used expire
+    assert current.never_used_share < 0.97
+    assert slow.never_used_share == 1.0
+    assert choose_expiry([current, slow]) is slow
+    assert choose_expiry([slow, current]) is slow
+    refused = NotFitted("expire_below", "too little", {}, {})
+    assert choose_expiry([refused, current]) is current
+    assert choose_expiry([refused]) is refused
+    with pytest.raises(ValueError, match="no eviction setting"):
+        choose_expiry([])
 
 
 def test_expiry_picks_the_largest_threshold_that_expires_no_later_used_memory() -> None:
