@@ -159,7 +159,7 @@ def _expiry(ax: Axes, report: TuneReport) -> None:
     ax.set_xlim(0, min(0.6, max(e.threshold, e.current) + 0.15))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("expire below (eviction score)")
-    ax.set_title(f"expiry replay over {len(e.cuts)} cuts ({e.decay} decay)")
+    ax.set_title(f"expiry replay over {len(e.cuts)} cuts ({e.decay} decay {e.default_decay:g}/day)")
     ax.legend(fontsize=7)
 
 
