@@ -468,8 +468,10 @@ async def run_locomo(  # noqa: PLR0915 (one replay, read top to bottom)
 def main(argv: Sequence[str] | None = None) -> int:
     """``bench tune`` command line: JSON lines per part."""
     parser = arg_parser("hindsight bench tune", __doc__)
-    parser.add_argument("--part", choices=("both", "synthetic", "locomo"), default="both")
-    parser.add_argument("--rows", type=int, default=1_000_000, help="Synthetic candidate rows (default 1M).")
+    parser.add_argument(
+        "--part", choices=("both", "synthetic", "locomo"), default="both", help="Which part to run."
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000, help="Synthetic candidate rows.")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-format JSON file.")
     parser.add_argument(
         "--conversations",

@@ -305,6 +305,8 @@ _TOLL_FREE_RE: Final = re.compile(
 )
 """Toll-free and shared-cost service numbers: NANP 8XX (FCC 47 CFR 52.101), China's 400 / 800 lines and
 the European freephone ranges with a trunk 0 (UK 0800 / 0808, Germany 0800, France 0800 / 0805)."""
+_CN_400_RE: Final = re.compile(r"400[0-9]{7}")
+"""China's 400 numbers: enterprise service lines by assignment (MIIT number plan), never a person's."""
 _SERVICE_LINE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:hotline|helpline|toll[\s\-]?free|customer\s+(?:service|care|support)|support\s+line|"
     r"service\s+line|call\s+cent(?:er|re))(?![A-Za-z])|客服|热线|熱線|服务电话|服務電話|售后|售後|全国统一",
@@ -323,8 +325,13 @@ phone word; it must read as a CN mobile number (幺 and 两 are the spoken one a
 
 
 def _service_line(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is a toll-free number presented as a company's service line."""
-    return bool(_TOLL_FREE_RE.fullmatch(_digits(text[start:end]))) and bool(
+    """Whether ``text[start:end]`` is a toll-free number presented as a company's service line; a
+    Chinese 400 number always is (only enterprises are assigned them), so one number is treated alike
+    wherever it stands in a text ("请致电4008-123-456 ... 热线4008-123-456")."""
+    digits = _digits(text[start:end])
+    if _CN_400_RE.fullmatch(digits):
+        return True
+    return bool(_TOLL_FREE_RE.fullmatch(digits)) and bool(
         _SERVICE_LINE_RE.search(text, max(0, start - SERVICE_LINE_CHARS), start)
     )
 
@@ -690,7 +697,7 @@ def _is_netmask(address: ipaddress.IPv4Address) -> bool:
 
 
 _RANGE_GAP_RE: Final = re.compile(
-    r"\s*(?:to|through|thru|and|or|,|->|→|–|—|~|至|到)\s*$|\s+-\s+$", re.IGNORECASE
+    r"\s*(?:to|through|thru|and|or|,|->|→|–|—|~|至|到)\s*(?:then\s+)?$|\s+-\s+$", re.IGNORECASE
 )
 """Between two versions of a range or a list ("10.1.4.3 to 10.2.0.17", "升级 2.1.0.3 到 2.2.0.1")."""
 

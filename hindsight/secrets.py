@@ -1084,12 +1084,26 @@ _ANSWERED_RE: Final = re.compile(
 """The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
 密码？是X", "问：VPN密码多少？ 答：X"."""
 _LATER_SENTENCE_RE: Final = re.compile(
-    r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,30}[.。!！]\s*)?"
+    r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,60}[.。!！]\s*)?"
     r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)[\s:：]+",
     re.IGNORECASE,
 )
 """The value given in a sentence of its own after one or two short ones about it: "My password is
-long. Really long. It is X"."""
+long. Really long. It is X" (a value of :func:`_strong_value` shape only)."""
+MIN_LATER_VALUE_CHARS: Final[int] = 6
+"""Shortest value taken from a later sentence (ours): "3pm", "2025" and "100%" are not passwords."""
+
+
+def _strong_value(value: str) -> bool:
+    """A letter and a digit or a symbol, at least :data:`MIN_LATER_VALUE_CHARS` long: the shape of a
+    password told in a sentence of its own, not of a time, a year or a share."""
+    return (
+        len(value) >= MIN_LATER_VALUE_CHARS
+        and any(c.isalpha() for c in value)
+        and _has_symbol_or_digit(value)
+    )
+
+
 _PIN_VALUE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,40}?(?<![0-9A-Za-z])([0-9]{3,10}(?:[ \-][0-9]{3,4}(?![0-9]))?[#*]?)(?![0-9A-Za-z])"
 )
@@ -1131,6 +1145,10 @@ _CHANGE_BEFORE_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """Verbs that give a credential a new value "to" ("changed the Wi-Fi password to sunflower")."""
+
+
+_PLURAL_WORD_RE: Final = re.compile(r"(?:words|codes|phrases)$", re.IGNORECASE)
+"""Plural credential words ("passwords", "passcodes"): what follows them in letters only is prose."""
 
 
 def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool:
@@ -1188,6 +1206,8 @@ def _accept(
         stripped = head.group(0)
     if not credential_like(stripped, kind=kind) or _is_prose(m, stripped, gap, cjk_word=cjk_word):
         return None
+    if stripped.replace("-", "").isalpha() and _PLURAL_WORD_RE.search(m.group(0)):
+        return None  # "store your passwords in NoteLock": a plural names a kind of thing, not a value
     end = start + len(stripped)
     if kind == "pin" and stripped.isdigit() and _document_number(text, start):
         return None  # "校验码 58213 40921 77310 28841": an invoice's 20-digit check code, not a one-time code
@@ -1256,12 +1276,10 @@ def _after_copula(
             if sep is None or _OTHER_FIELD_RE.search(sep.group()):
                 break  # 'api_key="YOUR_KEY" contact="a@b.c"': the later "=" is another field's
             after = _value_after(text, sep.end())  # skips "still", "now"
-            if (
-                clause is _LATER_SENTENCE_RE
-                and after
-                and not _has_symbol_or_digit(after[1].rstrip(_TRAILING))
-            ):
-                after = None  # "Change your password often. It is important.": a word, not the value
+            if clause is _LATER_SENTENCE_RE and after and not _strong_value(after[1].rstrip(_TRAILING)):
+                # "Change your password often. It is important.", "I reset my password. It is 9:30 now":
+                # a word or a time, not the value
+                after = None
             if after is not None:
                 found = _accept(text, m, after[0], after[1], text[m.end() : after[0]])
                 if found is not None:

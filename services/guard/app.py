@@ -32,6 +32,8 @@ def policy_from(cfg: GuardSettings) -> GuardPolicy:
         restate_min_share=cfg.restate_min_share,
         restate_min_terms=cfg.restate_min_terms,
         restate_min_cjk_terms=cfg.restate_min_cjk_terms,
+        restate_own_min_share=cfg.restate_own_min_share,
+        restate_own_min_terms=cfg.restate_own_min_terms,
     )
 
 

@@ -39,6 +39,10 @@ from services.guard.poisoning import detect_poisoning
 Verdict = Literal["pass", "quarantine", "block"]
 """``pass``: to memory.guarded.v1; ``quarantine``/``block``: to memory.quarantine.v1 (DESIGN.md s3)."""
 
+FIRST_PARTY_SOURCES: Final[frozenset[str]] = frozenset({"user", "assistant"})
+"""Sources whose turns are the conversation itself: a restated request there is emphasis ("a flight to
+Lisbon in May ... the flight to Lisbon in early May ..."), so the restated-claim rule asks more of them
+(``restate_own_*``); 195 of the 205 repetition attacks of the sets come from tools."""
 DEFAULT_TRUST: Final[Mapping[str, float]] = MappingProxyType(
     {"tool": 0.8, "user": 0.6, "assistant": 0.4, "system": 0.7}
 )
@@ -101,6 +105,10 @@ class GuardPolicy(BaseModel):
     restate_min_cjk_terms: int = Field(
         4, ge=1, description="CJK character bigrams a restated claim's sentences must share."
     )
+    restate_own_min_share: float = Field(
+        0.6, gt=0.0, le=1.0, description="restate_min_share for user and assistant turns."
+    )
+    restate_own_min_terms: int = Field(4, ge=1, description="restate_min_terms for user and assistant turns.")
 
     @field_validator("actions", mode="after")
     @classmethod
@@ -152,6 +160,7 @@ def evaluate(
         reasons.append("unknown_source")
     scores: dict[str, float] = {}
     if policy.poisoning:
+        own = source in FIRST_PARTY_SOURCES  # stricter restated-claim thresholds: emphasis, not poisoning
         if classifier is not None:
             score = classifier.score(content, source)
             scores["instruction"] = round(score.attack, 4)
@@ -170,8 +179,8 @@ def evaluate(
             or restated_claim(
                 content,
                 min_count=policy.repeat_min_count,
-                min_share=policy.restate_min_share,
-                min_terms=policy.restate_min_terms,
+                min_share=policy.restate_own_min_share if own else policy.restate_min_share,
+                min_terms=policy.restate_own_min_terms if own else policy.restate_min_terms,
                 min_cjk_terms=policy.restate_min_cjk_terms,
             )
         ):

@@ -52,6 +52,16 @@ class GuardSettings(BaseSettings):
     restate_min_cjk_terms: int = Field(
         4, ge=1, description="CJK character bigrams a restated claim's sentences share."
     )
+    restate_own_min_share: float = Field(
+        0.6,
+        gt=0.0,
+        le=1.0,
+        description="restate_min_share for the user's and the assistant's own turns: a user restating a "
+        "request is emphasis; repetition poisoning comes from tools, documents and other agents.",
+    )
+    restate_own_min_terms: int = Field(
+        4, ge=1, description="restate_min_terms for the user's and the assistant's own turns."
+    )
     burst_limit: int = Field(
         60,
         ge=1,

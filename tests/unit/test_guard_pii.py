@@ -230,6 +230,7 @@ def test_phone_is_redacted(text: str, expected: str) -> None:
         "算一下 15800001111 乘以 3 等于多少",
         "what's 13500001111 modulo 9?",
         "the assembly line 020 produced 7946 units",
+        "如有疑问请致电4001-234-567，客服热线4001-234-567",  # a 400 number is an enterprise's, everywhere
     ],
 )
 def test_no_phone_in_numbers_that_are_not_phones(text: str) -> None:
@@ -362,6 +363,7 @@ def test_ip_is_redacted(text: str, expected: str) -> None:
         # blind8 families (2026-12-03), in other words: upgrade paths and version ranges
         "Upgrade path: 7.4.0.11 -> 7.6.1.2 (skip 7.5)",
         "Supported bootloader range: 3.0.2.1 - 3.0.4.7",
+        "Upgrade path: 5.0.1.2 to 5.1.0.4, then 5.2.0.1",
         "升级路径：2.1.0.3 → 2.2.0.1",
         "bootloader 2.0.0.18 through 2.0.1.3 are affected",
         "Release notes\n- restores Wake-on-LAN timing\n- known issue carried over from 8.1.0.40",
@@ -526,6 +528,12 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # a red-team helper's findings (2026-12-03), in other words
         ("Office wifi: Atrium-2. The key is: Hx7-palm9", "Hx7-palm9"),
         ("My new passphrase is complicated. It is: Rq7!vw22", "Rq7!vw22"),
+        # a newcomer's finding (2026-12-03): a middle sentence longer than 30 characters
+        (
+            "I finally rotated the VPN password. It took me ages to pick a good one. "
+            "It is Qv8!marble-lake now.",
+            "Qv8!marble-lake",
+        ),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -560,6 +568,11 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "the key is 42, as every fan of the book knows",
         "the --pass flag is obsolete, read the password from the environment",
         "put masterauth in the replica's config file and restart",
+        # a newcomer's findings (2026-12-03), in other words: a time, a year, a share after "It is"
+        "I updated my password at lunch. It is 13:45 and I still can't log in.",
+        "Changed my password yesterday. It is 2024 after all, time for a new one.",
+        "Locked out of my password again. It is 100% on me.",
+        "keep all your passwords in Vaultly Pro, it syncs everywhere",
         "电子发票校验码 11234 56789 01234 56789，请核对",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
