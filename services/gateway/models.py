@@ -27,6 +27,7 @@ from pydantic import (
     StrictFloat,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -363,6 +364,27 @@ class MemoryView(BaseModel):
     provenance: Provenance = Field(
         Provenance(), description="Events, external references and memories it rests on."
     )
+    merged_ids: list[str] = Field(
+        default_factory=list,
+        description="Duplicates merged into it (the revision judge found the same information; each "
+        "has status 'merged' and merged_into = this id).",
+    )
+    merged_provenance: Provenance = Field(
+        Provenance(),
+        description="The events and external references of the merged duplicates: what else this "
+        "memory stands for. 'provenance' stays the memory's own, so a citation stays precise.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merged_provenance(cls, data: Any) -> Any:
+        """A stored payload keeps the absorbed provenance as ``merged_event_ids`` / ``merged_refs``
+        (:meth:`hindsight.chains.ChainEditor.merge`); show it as ``merged_provenance``."""
+        if isinstance(data, dict) and "merged_provenance" not in data:
+            events, refs = data.get("merged_event_ids") or (), data.get("merged_refs") or ()
+            if events or refs:
+                data = {**data, "merged_provenance": {"event_ids": events, "external_refs": refs}}
+        return data
 
     @classmethod
     def from_payload(cls, memory_id: str, payload: dict[str, Any]) -> MemoryView:

@@ -34,6 +34,7 @@ from hindsight.records import (
 from hindsight.stores.vector import VectorRecord
 from hindsight.stores.vector_edge import EdgeVectorStore
 from schemas import Memory, MemoryStoredEvent, Provenance, Topic
+from services.gateway.models import MemoryView
 from services.ingest.reconcile import FALLBACK_FACTS, ReconcileStage
 from services.ingest.revisions import Thresholds
 
@@ -132,6 +133,11 @@ async def test_a_repeated_statement_merges_into_the_one_reconciled_first(
     assert kept["merged_ids"] == [again.id]
     assert kept["merged_event_ids"] == ["e-again"]
     assert dup["reconcile_decisions"][0]["backend"] == "rules:identical-text"
+    # the gateway shows what the kept memory absorbed beside its own (precise) provenance
+    view = MemoryView.from_payload(first.id, kept)
+    assert (view.merged_ids, view.merged_provenance.event_ids) == ([again.id], ("e-again",))
+    assert view.provenance.event_ids == ("e-first",)
+    assert MemoryView.from_payload(again.id, dup).merged_provenance == Provenance()
 
 
 async def test_a_redelivered_memory_changes_nothing(
