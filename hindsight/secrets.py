@@ -192,6 +192,8 @@ _PEM_RE: Final = re.compile(
     r"(?:-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|\Z)"
     r"|PuTTY-User-Key-File-\d: [\s\S]*?(?:Private-MAC: [0-9a-f]+|\Z)"
 )
+_URL_PLACEHOLDERS: Final = frozenset({"password", "pass", "passwd", "pwd", "pw", "secret", "pass123"})
+"""A URL's password that is the word itself is a template's placeholder, not a credential."""
 _URL_CREDENTIALS_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@]{1,256}:([^\s/]{1,256})@(?=[^\s@/]{1,256})"
 )
@@ -295,6 +297,38 @@ FILLER_WORDS: Final[frozenset[str]] = frozenset(
         "current",
         "temporary",
         "temp",
+        # the same qualifiers after the credential word in other languages ("mot de passe provisoire X")
+        "provisoire",
+        "temporaire",
+        "provisional",
+        "temporal",
+        "provisória",
+        "provisório",
+        "temporária",
+        "temporário",
+        "temporanea",
+        "temporaneo",
+        "tijdelijk",
+        "tijdelijke",
+        "vorläufig",
+        "vorläufiges",
+        "temporäres",
+        "initial",
+        "initiale",
+        "inicial",
+        "iniziale",
+        "nouveau",
+        "nouvel",
+        "nuevo",
+        "nueva",
+        "nova",
+        "novo",
+        "neues",
+        "neu",
+        "nuovo",
+        "nuova",
+        "nieuw",
+        "nieuwe",
         "default",
         "wifi",
         "wi-fi",
@@ -1179,6 +1213,15 @@ def _is_prose(m: re.Match[str], value: str, gap: str, *, cjk_word: bool) -> bool
     )
 
 
+_DESCRIPTIVE_FIELD_RE: Final = re.compile(
+    r"[_\-](?:type|kind|mode|format|name|expires?(?:_in|_at)?|ttl|lifetime|length|len|count|limit|url|uri|"
+    r"endpoint|path|file|location|hint|usage|scope|version|policy|strength)[=:][\"']?",
+    re.IGNORECASE,
+)
+"""Fields named after a credential word that describe it (``token_type=bearer``, ``password_policy:
+strict``, ``key_file=/etc/ssl/k.pem``): their value is not the credential."""
+
+
 def _accept(
     text: str, m: re.Match[str], start: int, raw: str, gap: str
 ) -> tuple[SecretType, int, int] | None:
@@ -1187,7 +1230,7 @@ def _accept(
     if not gap and stripped[:1] in ("_", "-"):
         # the keyword is part of a longer name: "api_key_prod=X" names X, "YOUR_API_KEY_HERE" names nothing
         name = re.match(r"[_\-][A-Za-z0-9_\-]*[=:][\"']?", stripped)
-        if name is None or len(stripped) == name.end():
+        if name is None or len(stripped) == name.end() or _DESCRIPTIVE_FIELD_RE.fullmatch(name.group()):
             return None
         start, stripped, gap = start + name.end(), stripped[name.end() :], "="
     kind = _kw_kind(m)
@@ -1204,7 +1247,11 @@ def _accept(
         if head is None:
             return None
         stripped = head.group(0)
-    if not credential_like(stripped, kind=kind) or _is_prose(m, stripped, gap, cjk_word=cjk_word):
+    if (
+        stripped.startswith("//")  # "see https://intra.example.com/...": the colon was a URL scheme's
+        or not credential_like(stripped, kind=kind)
+        or _is_prose(m, stripped, gap, cjk_word=cjk_word)
+    ):
         return None
     if stripped.replace("-", "").isalpha() and _PLURAL_WORD_RE.search(m.group(0)):
         return None  # "store your passwords in NoteLock": a plural names a kind of thing, not a value
@@ -1344,7 +1391,12 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     """The credential after keyword match ``m``: the next token, else a value after a separator or
     copula later in the clause ("password for the guests: X") or after a question the text answers
     ("my password? it's X"), else a code anywhere in the clause
-    after a PIN word ("the code they sent is 482913"), else a passphrase of several words."""
+    after a PIN word ("the code they sent is 482913"), else a passphrase of several words; for a
+    password word, a dictated value comes first ("so you get it right: capital K, seven, ...") and a
+    made-up value later in the text last (:func:`_later_made_up_value`)."""
+    password_word = _kw_type(m) == "password" and _kw_kind(m) == "password"
+    if password_word and (dictated := _dictated(text, m.end())) is not None:
+        return dictated
     value = _value_after(text, m.end())
     if value is not None and (found := _accept(text, m, *value)) is not None:
         return _first_or_named(text, m, value[2], found)
@@ -1355,7 +1407,98 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
         digits = None  # "校验码按 GB 11643 计算": a standard's number
     if digits is not None and (found := _accept(text, m, digits.start(1), digits.group(1), ":")) is not None:
         return found
-    return _passphrase(text, m.end()) if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)) else None
+    if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)):
+        return _passphrase(text, m.end())
+    return _later_made_up_value(text, m.end()) if password_word else None
+
+
+def made_up_shape(value: str) -> bool:
+    """8-64 characters with all four classes (lower case, upper case, digit, symbol) and not a URL, an
+    e-mail address, a path, an identifier or a masked or placeholder value: the shape of a password
+    someone made up ("Biscuit2019!", "Kedr_Sibir_71"), which names, dates, versions and ticket numbers
+    ("JohnSmith2", "INC-2041", "v2.3.1") do not have."""
+    classes = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(not c.isalnum() for c in value),
+    )
+    return (
+        MIN_MADE_UP_CHARS <= len(value) <= MAX_MADE_UP_CHARS
+        and all(classes)
+        and "://" not in value
+        and "/" not in value
+        and "\\" not in value
+        and _EMAIL_SHAPE_RE.fullmatch(value) is None
+        and not is_masked(value)
+        and not _looks_like_id(value)
+    )
+
+
+MIN_MADE_UP_CHARS: Final[int] = 8
+MAX_MADE_UP_CHARS: Final[int] = 64
+_EMAIL_SHAPE_RE: Final = re.compile(r"[^@\s]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+LATER_VALUE_WINDOW: Final[int] = 100
+"""Characters after a password word searched for a made-up value when nothing closer was one (ours:
+two short sentences: "The password? Oh right, it's the dog's name plus the year: Biscuit2019!")."""
+_LATER_TOKEN_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9!@#$%^&*_\-+=~.])([^\s\"'`“”‘’,，;；。、()（）<>\[\]{}]{8,64})"
+)
+_OTHER_LABEL_RE: Final = re.compile(
+    r"\n|(?<![A-Za-z])(?:user\s?(?:name|id)?|login|account|e-?mail|identifiant|benutzer(?:name)?|usuario|"
+    r"utilisateur|nutzer)(?![A-Za-z])|用户名|账号|账户|登录名|логин|ユーザー",
+    re.IGNORECASE,
+)
+"""Where the search for a later value stops: a new line or another label (a user name is not the
+password: "password reset for user JohnSmith_22!")."""
+
+
+def _later_made_up_value(text: str, pos: int) -> _Span | None:
+    """A value of :func:`made_up_shape` within :data:`LATER_VALUE_WINDOW` characters after a password
+    word, across clause and sentence ends but not a new line or another label: "密码我待会儿发你……
+    算了直接说吧，Zl@2026vpn", "Пароль поменял, теперь он Kedr_Sibir_71"."""
+    end = min(len(text), pos + LATER_VALUE_WINDOW)
+    stop = _OTHER_LABEL_RE.search(text, pos, end)
+    for v in _LATER_TOKEN_RE.finditer(text, pos, stop.start() if stop else end):
+        value = v.group(1).rstrip(_TRAILING)
+        if made_up_shape(value):
+            between = text[pos : v.start(1)]
+            if _ZH_RULE_WORDS_RE.search(between) or _RULE_WORDS_RE.search(between):
+                return None  # "密码强度要求 Aa1!aaaa 以上", "password rules, e.g. Xy7!abcd": an example
+            return "password", v.start(1), v.start(1) + len(value)
+    return None
+
+
+_RULE_WORDS_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:polic(?:y|ies)|rules?|requirements?|required|must|at\s+least|minimum|example|e\.g\.|"
+    r"such\s+as|like|format|pattern|strength|complexity|sample)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+"""English words between a password word and a value that make the value an example of a rule
+(the Chinese ones are :data:`_ZH_RULE_WORDS_RE`)."""
+
+
+_SPELLED_ITEM: Final = (
+    r"(?:(?:capital|upper(?:\s?case)?|lower(?:\s?case)?|small|big)\s+)?"
+    r"(?:zero|one|two|three|four|five|six|seven|eight|nine|hash|pound|at|dollar|percent|ampersand|star|asterisk|"
+    r"exclamation(?:\s+(?:mark|point))?|bang|dash|hyphen|underscore|dot|period|plus|equals|question\s+mark|"
+    r"slash|caret|tilde|[A-Za-z0-9])"
+)
+_DICTATED_RE: Final = re.compile(
+    rf"(?<![A-Za-z])({_SPELLED_ITEM}(?:\s*,\s*(?:then\s+)?{_SPELLED_ITEM}){{{5},31}})(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+DICTATED_WINDOW: Final[int] = 80
+"""Characters after a password word where a dictated value may start (ours: one clause)."""
+
+
+def _dictated(text: str, pos: int) -> _Span | None:
+    """A password spelled out item by item, as to a voice assistant: six or more comma-separated
+    letters, digits, number words or symbol names ("capital K, seven, lowercase m, q, hash, two")."""
+    m = _DICTATED_RE.search(text, pos, min(len(text), pos + DICTATED_WINDOW + 400))
+    if m is None or m.start(1) > pos + DICTATED_WINDOW:
+        return None
+    return "password", m.start(1), m.end(1)
 
 
 _OBJECT_CODE_RE: Final = re.compile(
@@ -1518,6 +1661,17 @@ def _handed_over_spans(text: str) -> Iterator[_Span]:
             yield "password", m.start(1), m.start(1) + len(value)
 
 
+_USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
+
+
+def _url_placeholder(text: str, m: re.Match[str]) -> bool:
+    """The credential word is a URL's password itself, a template's placeholder:
+    ``postgres://USER:PASSWORD@localhost``."""
+    return text.startswith("@", m.end()) and bool(
+        _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start())
+    )
+
+
 def _keyword_spans(text: str) -> Iterator[_Span]:
     yield from _handed_over_spans(text)
     for m in _KEYWORD_RE.finditer(text):
@@ -1530,7 +1684,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             and not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I)
         ):
             continue
-        if _PROSE_PIN_CONTEXT_RE.search(text[max(0, m.start() - 12) : m.start()]):
+        if _url_placeholder(text, m) or _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
             continue
         word = m.group(0).lower()
         if word == "key":
@@ -1543,6 +1697,8 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             yield found
     for g in _GLUED_RE.finditer(text):
         glued = g.group(1).rstrip(_TRAILING)
+        if glued.startswith("@"):
+            continue  # "postgres://USER:PASSWORD@localhost/app": the host after a placeholder
         if any(not c.isalpha() for c in glued) and not is_masked(glued):
             yield "password", g.start(1), g.start(1) + len(glued)
     yield from _access_code_spans(text)
@@ -1762,6 +1918,9 @@ def _word_shaped(value: str) -> bool:
     return bool(segments) and len(value) / len(segments) >= MIN_WORD_SEGMENT_CHARS
 
 
+_FINGERPRINT_PREFIX_RE: Final = re.compile(r"(?:SHA256|SHA1|MD5):$", re.IGNORECASE)
+
+
 def _entropy_spans(text: str) -> Iterator[_Span]:
     for kw in _CONTEXT_WORD_RE.finditer(text):
         hi = min(len(text), kw.end() + CONTEXT_WINDOW)
@@ -1775,6 +1934,8 @@ def _entropy_spans(text: str) -> Iterator[_Span]:
                 continue
             if _HEX_RE.fullmatch(value) and _HASH_CONTEXT_RE.search(text[max(0, m.start() - 40) : m.start()]):
                 continue  # "commit 3f2a...", "sha256 9f86..."
+            if _FINGERPRINT_PREFIX_RE.search(text, max(0, m.start() - 8), m.start()):
+                continue  # "SHA256:nThbg6kX...": an SSH key's public fingerprint (base64 of a hash)
             if not _has_letter_and_digit(value) or entropy(value) < MIN_ENTROPY_BITS:
                 continue
             if _word_shaped(value):
@@ -1807,7 +1968,9 @@ def _structured_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
     if gated and ("://" not in text or "@" not in text):
         return
     for m in _URL_CREDENTIALS_RE.finditer(text):
-        if not is_masked(m.group(1)) and _PLACEHOLDER_RE.fullmatch(m.group(1)) is None:
+        # "postgres://USER:PASSWORD@localhost:5432/app" is a template (e.g. .env.example)
+        placeholder = m.group(1).lower() in _URL_PLACEHOLDERS or _PLACEHOLDER_RE.fullmatch(m.group(1))
+        if not is_masked(m.group(1)) and not placeholder:
             yield "password", m.start(1), m.end(1)
 
 
@@ -1871,6 +2034,30 @@ def _word_index() -> tuple[ahocorasick_rs.AhoCorasick, tuple[frozenset[str], ...
 _WORDS, _WORD_OWNERS = _word_index()
 
 
+_LONE_LINE_RE: Final = re.compile(r"^[ \t]*([^\s]{8,64})[ \t]*$", re.MULTILINE)
+_TYPED_SYMBOLS: Final = frozenset("!@#$%^&*?~")
+_NOTE_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:vpn|wi-?fi|wlan|ssid|log\s?in|sign\s?in|user(?:name)?|account|admin|root|ssh|pw|pwd|"
+    r"pass(?:word)?|konto|compte|cuenta|conta)(?![A-Za-z])|账号|用户名|账户|登录|密码|口令",
+    re.IGNORECASE,
+)
+NOTE_CONTEXT_LINES: Final[int] = 2
+"""Lines above a lone value searched for what it logs into (ours: a note's service and user lines)."""
+
+
+def _note_line_spans(text: str) -> Iterator[_Span]:
+    """A made-up value alone on its line under a line naming an account, as on a sticky note or a
+    screenshot of one ("VPN  jdoe\nSummer!Lake77"): :func:`made_up_shape` with a typed symbol
+    (``!@#$%^&*?~``, which encoded data such as base64 never has)."""
+    for m in _LONE_LINE_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if not made_up_shape(value) or not _TYPED_SYMBOLS.intersection(value):
+            continue
+        above = text[: m.start()].rstrip("\n").split("\n")[-NOTE_CONTEXT_LINES:]
+        if any(_NOTE_CONTEXT_RE.search(line) for line in above):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
 def _layers_needed(text: str) -> set[str]:
     """The word-gated layers ``text`` may need (one case-insensitive Aho-Corasick scan)."""
     needed: set[str] = set()
@@ -1902,6 +2089,8 @@ def detect_secrets(text: str, *, prefilter: bool = True) -> Iterator[_Span]:
         layers.append(_login_spans(text, gated=prefilter))
     if not prefilter or " -" in text or " / " in text:
         layers.append(_flag_spans(text))
+    if not prefilter or "\n" in text:
+        layers.append(_note_line_spans(text))
     if "context" in needed:
         layers.append(_entropy_spans(text))
     for layer in layers:
