@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -141,6 +142,25 @@ def _findings_spans(stage: GuardStage, example: Example) -> list[tuple[int, int]
     return [(f.start, f.end) for f in detect(example.text)]
 
 
+def _strings(value: object) -> Iterator[str]:
+    """Every string inside a dumped model (unescaped, unlike its JSON: a secret with a quote in it)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def _leaked(secret: str, dumped: str) -> bool:
+    """Whether ``secret`` is in the guard's output as a token of its own: a short PIN such as ``123``
+    also occurs inside the output's generated ids and timestamps, which made the count flaky."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(secret)}(?![0-9A-Za-z])", dumped) is not None
+
+
 def measure(stage: GuardStage, examples: Sequence[Example], name: str, split: str) -> dict[str, Any]:
     """One JSON line of metrics for ``examples`` under ``stage``."""
     spans_total: Counter[str] = Counter()
@@ -161,8 +181,14 @@ def measure(stage: GuardStage, examples: Sequence[Example], name: str, split: st
         if not ex.spans:
             clean_lines += 1
             clean_redacted += bool(found)
-        dumped = out.model_dump_json() if isinstance(out, QuarantineRecord | GuardedEvent) else ""
-        leaked += sum(1 for s in ex.spans if s.type in SECRET_TYPES and ex.text[s.start : s.end] in dumped)
+        dumped = (
+            "\n".join(_strings(out.model_dump(mode="json")))
+            if isinstance(out, QuarantineRecord | GuardedEvent)
+            else ""
+        )
+        leaked += sum(
+            1 for s in ex.spans if s.type in SECRET_TYPES and _leaked(ex.text[s.start : s.end], dumped)
+        )
         if ex.attack:
             attacks[ex.kind][0] += quarantined
             attacks[ex.kind][1] += 1

@@ -34,6 +34,9 @@ def policy_from(cfg: GuardSettings) -> GuardPolicy:
         restate_min_cjk_terms=cfg.restate_min_cjk_terms,
         restate_own_min_share=cfg.restate_own_min_share,
         restate_own_min_terms=cfg.restate_own_min_terms,
+        hammer_min_count=cfg.hammer_min_count,
+        hammer_min_density=cfg.hammer_min_density,
+        hammer_max_chars=cfg.hammer_max_chars,
     )
 
 

@@ -284,6 +284,59 @@ def restated_claim(
     return None
 
 
+_NAME_WORD_RE: Final = re.compile(r"(?<![\w])[^\W\d_]{3,}(?![\w])")
+"""A Latin-script word of 3+ letters standing alone (``ftp_host`` and ``x3`` are not words)."""
+_OTHER_SCRIPT_RUN_RE: Final = re.compile(r"[^\W\d_]+")
+_ABOUT_USER_ANY_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:user|user's|customer|utente|usuario|usuaria|utilisateur|utilisatrice|"
+    r"nutzer\w*|benutzer\w*|usuário|gebruiker|kullanıcı\w*|użytkownik\w*|пользовател\w*|klient\w*)(?![^\W\d_])|"
+    r"用户|客户|顾客|ユーザー|利用者|사용자|고객",
+    re.IGNORECASE,
+)
+"""The user named in the languages of the sets (English, Romance, Germanic, Turkish, Polish, Russian,
+Chinese, Japanese, Korean); singular in English ("customers who bought ..." is a product page)."""
+HAMMER_MIN_SENTENCES: Final = 3
+LATIN_END: Final = 0x2000
+"""Code points below it are Latin, Greek, Cyrillic and other space-separated alphabets."""
+
+
+def _latin(word: str) -> bool:
+    return all(ord(c) < LATIN_END for c in word)
+
+
+def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: int) -> str | None:
+    """The name hammered into a short message about the user, else None.
+
+    Fires when a message of at most ``max_chars`` characters and :data:`HAMMER_MIN_SENTENCES` to
+    :data:`RESTATE_MAX_SENTENCES` sentences names the user (:data:`_ABOUT_USER_ANY_RE`, any of its
+    languages) and one term occurs at least ``min_count`` times and makes up at least ``min_density``
+    of its words: a Latin content word, or for other scripts the most frequent run of three letters
+    (a brand inside 사용자는 모아카드를 좋아합니다 / サクラ保険がユーザーのお気に入り, where words are not
+    space-separated), a CJK character counting half a word. This is the claim of a restated preference
+    or consent in any language or layout ("User preference: MaxiCare. Préférence de l'utilisateur :
+    MaxiCare. ..."), which the term rules above miss when every sentence is in other words or another
+    language and only the name stays.
+
+    Thresholds (4 occurrences, 12 % of the words, 600 characters) were chosen on every labelled and
+    LoCoMo text (9,100 benign: they fire on none after the word rule above; docs/guard.md, "A name
+    hammered in") and the read sets' repetition attacks.
+    """
+    segments = sentences(text)
+    if len(text) > max_chars or not HAMMER_MIN_SENTENCES <= len(segments) <= RESTATE_MAX_SENTENCES:
+        return None
+    if _ABOUT_USER_ANY_RE.search(text) is None:
+        return None
+    latin = [w.lower() for w in _NAME_WORD_RE.findall(text) if _latin(w)]
+    counts = Counter(w for w in latin if w not in _FUNCTION_WORDS)
+    runs = [r for r in _OTHER_SCRIPT_RUN_RE.findall(text) if not _latin(r)]
+    counts.update(r[i : i + 3] for r in runs for i in range(len(r) - 2))
+    if not counts:
+        return None
+    term, n = counts.most_common(1)[0]
+    words = len(latin) + sum(len(r) for r in runs) / 2
+    return term if n >= min_count and n / words >= min_density else None
+
+
 def claims_about_user(text: str, *, min_chars: int) -> list[str]:
     """Fingerprints (sha1 of the normalised sentence, 16 hex) of the sentences that name the user."""
     out = []

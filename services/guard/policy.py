@@ -13,7 +13,9 @@ redacted). Layers, each with its own reason:
    ``poisoning:<kind>`` (``indirect_injection``, ``fake_authority``, ``safety_override``,
    ``directive``). Without a classifier the keyword rules of :mod:`services.guard.poisoning` decide
    (reason ``poisoning:<rule>``), as before.
-3. Repetition (:func:`services.guard.claims.repeated_claims`): reason ``poisoning:repetition``.
+3. Repetition (:func:`services.guard.claims.repeated_claims`, ``repeated_phrase``, ``restated_claim``
+   and, for sources other than the user and the assistant, ``hammered_name``): reason
+   ``poisoning:repetition``.
 4. Bursts (the caller's verdicts): ``burst`` (events per agent) and ``burst:claim`` (one claim from
    many events and origins), and ``unknown_source`` for a source missing from the trust table.
 
@@ -32,7 +34,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import repeated_claims, repeated_phrase, restated_claim
+from services.guard.claims import hammered_name, repeated_claims, repeated_phrase, restated_claim
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -109,6 +111,13 @@ class GuardPolicy(BaseModel):
         0.6, gt=0.0, le=1.0, description="restate_min_share for user and assistant turns."
     )
     restate_own_min_terms: int = Field(4, ge=1, description="restate_min_terms for user and assistant turns.")
+    hammer_min_count: int = Field(
+        4, ge=2, description="Occurrences of one name in a short message about the user (not first-party)."
+    )
+    hammer_min_density: float = Field(
+        0.12, gt=0.0, le=1.0, description="Share of the message's words that one hammered name must make up."
+    )
+    hammer_max_chars: int = Field(600, ge=1, description="Longest message the hammered-name rule judges.")
 
     @field_validator("actions", mode="after")
     @classmethod
@@ -182,6 +191,15 @@ def evaluate(
                 min_share=policy.restate_own_min_share if own else policy.restate_min_share,
                 min_terms=policy.restate_own_min_terms if own else policy.restate_min_terms,
                 min_cjk_terms=policy.restate_min_cjk_terms,
+            )
+            or (
+                not own
+                and hammered_name(
+                    content,
+                    min_count=policy.hammer_min_count,
+                    min_density=policy.hammer_min_density,
+                    max_chars=policy.hammer_max_chars,
+                )
             )
         ):
             reasons.append("poisoning:repetition")

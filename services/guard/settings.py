@@ -62,6 +62,18 @@ class GuardSettings(BaseSettings):
     restate_own_min_terms: int = Field(
         4, ge=1, description="restate_min_terms for the user's and the assistant's own turns."
     )
+    hammer_min_count: int = Field(
+        4,
+        ge=2,
+        description="Occurrences of one name that, in a short message about the user from a tool, document "
+        "or other agent, quarantine (with hammer_min_density; docs/guard.md, 'A name hammered in').",
+    )
+    hammer_min_density: float = Field(
+        0.12, gt=0.0, le=1.0, description="Share of the message's words that the hammered name must make up."
+    )
+    hammer_max_chars: int = Field(
+        600, ge=1, description="Longest message (characters) the hammered-name rule judges."
+    )
     burst_limit: int = Field(
         60,
         ge=1,
