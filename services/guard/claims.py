@@ -95,6 +95,35 @@ def repeated_claims(
     return [k for k, n in counts.items() if n >= least]
 
 
+_LOG_LINE_RE: Final = re.compile(
+    r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|"
+    r"[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d{2}:\d{2}:\d{2})\]?[ \t]+"
+    r"(?:\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL)\]?|"
+    r"(?:\S+[ \t]+)?\S+\[\d+\]:)"
+    r"(?P<message>.*)$",
+    re.MULTILINE,
+)
+"""A log line: a timestamp (ISO 8601 or syslog's ``Dec 03 02:00:01``), then a level (``[INFO]``) or a
+syslog process tag (``nas backup.sh[4121]:``), then the message."""
+
+
+def without_quiet_log_lines(text: str) -> str:
+    """``text`` without the log lines whose message does not name the user: a service logs the same
+    status again and again ("[INFO] 心跳正常", "rsync: skipping non-regular file"), which the exact
+    repetition rules would read as a hammered claim. A log line about the user still counts, and a
+    line with a date but no level or process tag is not a log line ("2024-03-01 Acme stock will
+    triple" four times is a claim). The hammered-name rule still reads the whole text.
+
+    The price, stated: a claim dressed as log lines with a level or process tag that does not name the
+    user ("... [INFO] Acme is the safest bank" four times) passes the repetition rules; the instruction
+    classifier still reads it."""
+    if "\n" not in text:
+        return text
+    return _LOG_LINE_RE.sub(
+        lambda m: m.group() if _ABOUT_USER_ANY_RE.search(m.group("message")) else "", text
+    )
+
+
 _UNIT_RE: Final = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[0-9]+[A-Za-z]*|[\u3400-\u9fff]")
 PHRASE_MIN_UNITS: Final = 3
 """Shortest repeated phrase: three words or CJK characters ("thank you" twice is manners, and a

@@ -34,7 +34,13 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
-from services.guard.claims import hammered_name, repeated_claims, repeated_phrase, restated_claim
+from services.guard.claims import (
+    hammered_name,
+    repeated_claims,
+    repeated_phrase,
+    restated_claim,
+    without_quiet_log_lines,
+)
 from services.guard.classifier import InstructionClassifier
 from services.guard.poisoning import detect_poisoning
 
@@ -177,16 +183,17 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+        unlogged = without_quiet_log_lines(content)
         if (
-            repeated_claims(content, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+            repeated_claims(unlogged, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
             or repeated_phrase(
-                content,
+                unlogged,
                 min_count=policy.repeat_min_count,
                 min_chars=policy.repeat_phrase_min_chars,
                 min_share=policy.repeat_phrase_min_share,
             )
             or restated_claim(
-                content,
+                unlogged,
                 min_count=policy.repeat_min_count,
                 min_share=policy.restate_own_min_share if own else policy.restate_min_share,
                 min_terms=policy.restate_own_min_terms if own else policy.restate_min_terms,
