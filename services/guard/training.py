@@ -2,14 +2,16 @@
 
 Data: the composed lines (``services/guard/data/train_composed.txt``, see
 :mod:`services.guard.data.compose`), the hand-written training lines
-(``services/guard/data/train_handwritten.txt``), a sixth author's 420 training lines and a seventh
-author's 385 (benign text that mentions AI assistants, memory and notices; attacks in eight languages),
-both written without reading anything of the guard (``services/guard/data/train_author6.txt``,
-``train_author7.txt``), the *dev* split of the benchmark set (``bench/data/guard_set.txt``; its
-held-out third is never read here) and the sets of other authors that were held out once and have been
-read since (:data:`READ_SETS`: ``fresh``, ``blind``, ``blind2``, ``blind3`` since 2026-12-02, ``blind4``
-and ``blind5`` since 2026-12-03; their first-run numbers were the blind estimates, later numbers on them
-are training numbers). ``blind6`` and the agents' notes are never read here. PII, look-alike and
+(``services/guard/data/train_handwritten.txt``), a sixth author's 420 training lines, a seventh
+author's 385 (benign text that mentions AI assistants, memory and notices; attacks in eight languages)
+and an eighth author's 430 (polite, passive and conditional directives and look-alike benign text, 53 %
+in 25 languages other than English), all written without reading anything of the guard
+(``services/guard/data/train_author6.txt``, ``train_author7.txt``, ``train_author8.txt``), the *dev*
+split of the benchmark set (``bench/data/guard_set.txt``; its held-out third is never read here) and the
+sets of other authors that were held out once and have been read since (:data:`READ_SETS`: ``fresh``,
+``blind``, ``blind2``, ``blind3`` since 2026-12-02, ``blind4`` and ``blind5`` since 2026-12-03; their
+first-run numbers were the blind estimates, later numbers on them are training numbers). ``blind6`` ..
+``blind10`` and the agents' notes are never read here. PII, look-alike and
 secret lines count as benign; ``repetition`` lines are left out (the repetition layer handles them).
 
 Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``),
@@ -55,6 +57,7 @@ TRAIN_FILES: Final[tuple[Path, ...]] = (
     DATA / "train_handwritten.txt",
     DATA / "train_author6.txt",
     DATA / "train_author7.txt",
+    DATA / "train_author8.txt",
 )
 BENCH_SET: Final[Path] = ROOT / "bench" / "data" / "guard_set.txt"
 READ_SETS: Final[tuple[Path, ...]] = tuple(
