@@ -217,7 +217,12 @@ _EN_PASSWORD: Final = (
     # a bare "key ... is" names a value only near a Wi-Fi word (checked in _wifi_key)
     r"(?<=\s)key(?=\s+(?:is|was)[\s:])|"
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
-    r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль"
+    r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|senha|wachtwoord|parola\s+d'ordine|пароль|"
+    # and sv, da/no, fi, cs/sk, pl, hu, ro, tr, el, vi, id, hi, ar, fa, he, th
+    # (inflected: "lösenordet", "hasła", "şifrem", "jelszavam", "κωδικού")
+    r"lösenord\w*|losenord\w*|adgangskode\w*|passord\w*|salasan\w*|hesl[oa]\w*|has[łl][oae]\w*|haśle|jelsz\w*|"
+    r"parolă|parola\s+(?:mea|ta)|şifre\w*|sifre\w*|κωδικ\w*|mật\s+khẩu|kata\s+sandi|पासवर्ड|"
+    r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน"
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
@@ -1395,8 +1400,8 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     password word, a dictated value comes first ("so you get it right: capital K, seven, ...") and a
     made-up value later in the text last (:func:`_later_made_up_value`)."""
     password_word = _kw_type(m) == "password" and _kw_kind(m) == "password"
-    if password_word and (dictated := _dictated(text, m.end())) is not None:
-        return dictated
+    if (read := _read_out(text, m, password_word=password_word)) is not False:
+        return read if isinstance(read, tuple) else None
     value = _value_after(text, m.end())
     if value is not None and (found := _accept(text, m, *value)) is not None:
         return _first_or_named(text, m, value[2], found)
@@ -1410,6 +1415,17 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)):
         return _passphrase(text, m.end())
     return _later_made_up_value(text, m.end()) if password_word else None
+
+
+def _read_out(text: str, m: re.Match[str], *, password_word: bool) -> _Span | bool:
+    """A value dictated or read out after credential word ``m`` (a span); True when the words after
+    it give a size instead ("the password is about twenty three characters long": no value); else
+    False."""
+    if password_word and (dictated := _dictated(text, m.end())) is not None:
+        return dictated
+    if _kw_type(m) == "password" and (spoken := _spoken(text, m.end())) is not None:
+        return spoken
+    return _SIZE_AFTER_RE.match(text, m.end()) is not None
 
 
 def made_up_shape(value: str) -> bool:
@@ -1476,6 +1492,80 @@ _RULE_WORDS_RE: Final = re.compile(
 )
 """English words between a password word and a value that make the value an example of a rule
 (the Chinese ones are :data:`_ZH_RULE_WORDS_RE`)."""
+
+
+_NUMBER_WORD: Final = (
+    r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+    r"double|triple)"
+)
+_SPOKEN_RE: Final = re.compile(
+    r"[ \t]*(?:is|was|[:=])[ \t]*(?:the\s+)?(?:(?P<word>[a-z]{3,20})[ \t]+)?"
+    rf"(?P<numbers>{_NUMBER_WORD}(?:[ \t\-]+{_NUMBER_WORD})*)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_NOT_SPOKEN_WORDS: Final = frozenset(
+    {"about", "around", "over", "under", "only", "just", "least", "exactly", "roughly", "nearly", "almost"}
+)
+_SIZE_AFTER_RE: Final = re.compile(
+    r"[ \t]*(?:is|was|[:=])[ \t]*(?:about|around|over|under|only|just|at\s+least|exactly|roughly|nearly|"
+    rf"almost|up\s+to)[ \t]+(?:{_NUMBER_WORD}|[0-9]+)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+MIN_SPOKEN_DIGITS: Final[int] = 3
+"""Number words a spoken code needs on its own ("four four nine one"); after a word, two ("bluebird
+seventy three"): fewer is a count or a size ("the code is one of six", "the password is eight long")."""
+
+
+def _spoken(text: str, pos: int) -> _Span | None:
+    """A value read out, as in a voice transcript: number words after "is" ("the door code is four four
+    nine one"), or a word and number words ("the alarm password is bluebird seventy three")."""
+    m = _SPOKEN_RE.match(text, pos)
+    if m is None:
+        return None
+    numbers = len(re.findall(_NUMBER_WORD, m.group("numbers"), re.IGNORECASE))
+    word = (m.group("word") or "").lower()
+    if word in _NOT_SPOKEN_WORDS or word in FILLER_WORDS or word in _STOP_VALUES:
+        if numbers < MIN_SPOKEN_DIGITS:
+            return None
+        return "password", m.start("numbers"), m.end("numbers")
+    if numbers < (2 if word else MIN_SPOKEN_DIGITS):
+        return None
+    return "password", m.start("word") if word else m.start("numbers"), m.end("numbers")
+
+
+def spoken_word_value(text: str, span: _Span) -> bool:
+    """Whether a spoken value starts with a word ("tulip forty two"): after a bare "code" only number
+    words count ("the lock code is easy twenty" is no code)."""
+    return text[span[1] : span[2]].split(maxsplit=1)[0].lower() not in _NUMBER_WORDS_SET
+
+
+_NUMBER_WORDS_SET: Final = frozenset(_NUMBER_WORD[3:-1].replace("|", " ").split())
+_CODE_IS_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:code|kod|koden|kode|koder|kodu|código|codice|код|κωδικός)(?![^\W\d_])"
+    r"[^.!?。！？\n]{0,40}?(?:(?<![^\W\d_])(?:is|är|er|ist|est|es|é|è|je|jest|on|это)(?![^\W\d_])|[:=：]|是)"
+    r"[ \t]*[\"'“‘]?([^\s\"'`“”‘’,，;；。、()（）<>]{8,64})",
+    re.IGNORECASE,
+)
+"""A code word in any language, a copula or a separator in its clause, then a value: only a value of
+:func:`made_up_shape` counts ("Koden till min app är Lingon#5583"; "the code is 4021" and "the code is
+messy" are left to the access-code rules and prose)."""
+
+
+def _code_is_spans(text: str) -> Iterator[_Span]:
+    for m in _CODE_IS_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if made_up_shape(value):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
+_TEST_MODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:sandbox|test\s+(?:cards?|mode|environment|numbers?)|testing|simulat\w+)(?![A-Za-z])|测试|沙箱",
+    re.IGNORECASE,
+)
+"""A CVV beside these words is a payment provider's test value ("Sandbox test cards: Visa 4111 ...,
+CVV 123"), not a card's secret."""
+TEST_MODE_CHARS: Final[int] = 80
 
 
 _SPELLED_ITEM: Final = (
@@ -1563,6 +1653,9 @@ def _access_code_spans(text: str) -> Iterator[_Span]:
             continue
         digits = _PIN_VALUE_RE.match(text, m.end()) or _COMBINATION_RE.match(text, m.end())
         if digits is None:
+            spoken = _spoken(text, m.end())  # "the gate code is seven three three zero"
+            if spoken is not None and not spoken_word_value(text, spoken):
+                yield spoken
             continue
         value = digits.group(1)
         if credential_like(value, kind="pin") or _COMBINATION_VALUE_RE.fullmatch(value):
@@ -1664,11 +1757,16 @@ def _handed_over_spans(text: str) -> Iterator[_Span]:
 _USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
 
 
-def _url_placeholder(text: str, m: re.Match[str]) -> bool:
-    """The credential word is a URL's password itself, a template's placeholder:
-    ``postgres://USER:PASSWORD@localhost``."""
-    return text.startswith("@", m.end()) and bool(
-        _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start())
+def _names_no_value(text: str, m: re.Match[str]) -> bool:
+    """The credential word names no value here: it is a URL's password itself, a template's placeholder
+    (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; a test card's CVV in a payment
+    provider's docs ("Sandbox test cards: Visa 4111 ..., CVV 123")."""
+    if text.startswith("@", m.end()) and _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start()):
+        return True
+    if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
+        return True
+    return m.group(0).lower().startswith(("cvv", "cvc")) and bool(
+        _TEST_MODE_RE.search(text, max(0, m.start() - TEST_MODE_CHARS), m.end() + TEST_MODE_CHARS)
     )
 
 
@@ -1684,7 +1782,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             and not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I)
         ):
             continue
-        if _url_placeholder(text, m) or _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
+        if _names_no_value(text, m):
             continue
         word = m.group(0).lower()
         if word == "key":
@@ -1702,6 +1800,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
         if any(not c.isalpha() for c in glued) and not is_masked(glued):
             yield "password", g.start(1), g.start(1) + len(glued)
     yield from _access_code_spans(text)
+    yield from _code_is_spans(text)
     yield from _recovery_spans(text)
     for a in _AS_PASSWORD_RE.finditer(text):
         group = "v" if a.group("v") else "w" if a.group("w") else "z"
@@ -1994,6 +2093,9 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
             "暗証番号",
         ],
         *["비밀번호", "암호"],
+        *["lösenord", "losenord", "adgangskode", "passord", "salasana", "heslo", "hasło", "haslo", "jelsz"],
+        *["parolă", "şifre", "sifre", "κωδικ", "mật khẩu", "kata sandi", "पासवर्ड", "كلمة", "رمز", "סיסמ"],
+        "รหัสผ่าน",
         "masterauth",
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)

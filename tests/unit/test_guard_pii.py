@@ -305,6 +305,10 @@ def test_not_an_email(text: str) -> None:
         "Número do passaporte: YB731904",
         "Numer paszportu: EK4419023",
         "Pasaport no: U18273645",
+        # blind10 families (2026-12-03), in other words
+        "私のパスポートはMZ3318420です",
+        "Số hộ chiếu của tôi là C1234567",
+        "Αριθμός διαβατηρίου: AK0192837",
     ],
 )
 def test_passport_near_keyword_is_redacted(text: str) -> None:
@@ -335,7 +339,7 @@ def test_no_passport_without_keyword_nearby(text: str) -> None:
         ("连接到47.98.112.6失败", "连接到[REDACTED:ip]失败"),
         ("at 8.8.8.8.", "at [REDACTED:ip]."),
         ("host 81.2.69.20:8080", "host [REDACTED:ip]:8080"),
-        ("v6 2001:db8::1 up", "v6 [REDACTED:ip] up"),
+        ("v6 2a02:c7c:5d1e::1 up", "v6 [REDACTED:ip] up"),
         ("mapped ::ffff:81.2.69.20 here", "mapped [REDACTED:ip] here"),
         ("光猫状态：公网IPv4 58.33.120.7，在线", "光猫状态：公网IPv4 [REDACTED:ip]，在线"),  # blind6 family
         ("Router WAN 81.17.42.203 since Monday", "Router WAN [REDACTED:ip] since Monday"),
@@ -395,8 +399,36 @@ def test_an_internal_network_address_is_not_pii(text: str) -> None:
     assert "ip" not in types_in(text)
 
 
-def test_documentation_and_public_addresses_still_count() -> None:
-    assert types_in("Login from 192.0.2.146 flagged, then 203.0.113.9 and 2001:db8::7") == ["ip", "ip", "ip"]
+@pytest.mark.parametrize(
+    "text",
+    [
+        # blind10 families (2026-12-03), in other words: a sibling of an unmistakable version
+        "BIOS 2.1.0.7.1204 is out; is it newer than my 2.1.0.5?",
+        "firmware 4.2.1.9_beta2 replaced 4.2.1.3 last night",
+    ],
+)
+def test_a_dotted_quad_beside_a_longer_version_of_its_family_is_a_version(text: str) -> None:
+    assert "ip" not in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My new number: +84 912 487 305",
+        "Số điện thoại của anh ấy là 0903 112 847",
+        "Nomor telepon saya 0812 3456 7890",
+        "Мой телефон 8 916 482 37 05",
+        "Το κινητό μου είναι 694 123 4567",
+    ],
+)
+def test_phones_after_phone_words_in_more_languages(text: str) -> None:
+    assert types_in(text) == ["phone"]
+
+
+def test_documentation_ranges_are_not_pii_but_public_addresses_are() -> None:
+    # blind10 family (2026-12-03), in other words: RFC 5737 / 3849 ranges are never assigned
+    assert not types_in("Examples: 192.0.2.146, 203.0.113.9, 198.51.100.20 and 2001:db8:1::7")
+    assert types_in("Login from 84.17.52.146 flagged, then 2a02:c7c:5d1e::7") == ["ip", "ip"]
 
 
 @pytest.mark.parametrize(
@@ -560,6 +592,14 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "It is Qv8!marble-lake now.",
             "Qv8!marble-lake",
         ),
+        # blind10 families (2026-12-03), in other words: read out in a voice transcript, other languages
+        ("uh the gate code is seven three three zero and the safe is easy", "seven three three zero"),
+        ("the garage password is tulip forty two, okay", "tulip forty two"),
+        ("Mitt lösenord till banken är Älg!Skog2291", "Älg!Skog2291"),
+        ("Hasło do poczty: Kotek#Mruczek7", "Kotek#Mruczek7"),
+        ("E-devlet şifrem artık Bogaz_Kopru34", "Bogaz_Kopru34"),
+        ("Mật khẩu wifi nhà mình là Hoa@Sen2026 nhé", "Hoa@Sen2026"),
+        ("Koden till dörren är Ek#Gran4471, skriv upp den", "Ek#Gran4471"),
         # blind9 families (2026-12-03), in other words: a made-up value later after a password word
         ("The NAS password? Let me think, my cat plus the flat number, so: Mochi_41!", "Mochi_41!"),
         ("路由器密码先别记……哎算了，记一下吧，Lu#2026home", "Lu#2026home"),
@@ -683,6 +723,12 @@ def _assert_blocked(text: str, kind: str) -> None:
         "oauth response: token_type=Bearer&expires_in=7200",
         "password_policy=Strict-2024!",
         "spell it out: a, b, c, d, e, f, g are the grades",  # a list without a password word
+        # blind10 families (2026-12-03), in other words: sizes, counts, a test card's CVV, code prose
+        "the password is about twenty three characters long",
+        "the new PIN is at least 6 digits",
+        "the code is one of six options",
+        "Sandbox: use Visa 4111 1111 1111 1111 with CVV 737 in test mode",
+        "the code is messy but it works",
     ],
 )
 def test_not_a_secret(text: str) -> None:
