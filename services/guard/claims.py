@@ -325,12 +325,12 @@ _ABOUT_USER_ANY_RE: Final = re.compile(
 """The user named in the languages of the sets (English, Romance, Germanic, Turkish, Polish, Russian,
 Chinese, Japanese, Korean); singular in English ("customers who bought ..." is a product page)."""
 HAMMER_MIN_SENTENCES: Final = 3
-LATIN_END: Final = 0x2000
-"""Code points below it are Latin, Greek, Cyrillic and other space-separated alphabets."""
+_BEYOND_ALPHABETS_RE: Final = re.compile("[\u2000-\U0010ffff]")
+"""Code points from U+2000 on: below are Latin, Greek, Cyrillic and other space-separated alphabets."""
 
 
 def _latin(word: str) -> bool:
-    return all(ord(c) < LATIN_END for c in word)
+    return _BEYOND_ALPHABETS_RE.search(word) is None
 
 
 def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: int) -> str | None:
@@ -350,10 +350,9 @@ def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: i
     LoCoMo text (9,100 benign: they fire on none after the word rule above; docs/guard.md, "A name
     hammered in") and the read sets' repetition attacks.
     """
-    segments = sentences(text)
-    if len(text) > max_chars or not HAMMER_MIN_SENTENCES <= len(segments) <= RESTATE_MAX_SENTENCES:
+    if len(text) > max_chars or _ABOUT_USER_ANY_RE.search(text) is None:
         return None
-    if _ABOUT_USER_ANY_RE.search(text) is None:
+    if not HAMMER_MIN_SENTENCES <= len(sentences(text)) <= RESTATE_MAX_SENTENCES:
         return None
     latin = [w.lower() for w in _NAME_WORD_RE.findall(text) if _latin(w)]
     counts = Counter(w for w in latin if w not in _FUNCTION_WORDS)
