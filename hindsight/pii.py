@@ -20,10 +20,12 @@ cn_id           18 characters, region code (GB/T 2260 province prefix), a real b
                 1900-2099, ISO 7064 MOD 11-2 check character (GB 11643-1999).
 bank_card       13-19 digits, contiguous or in 4-digit (or Amex 4-6-5) groups, first digit 2-6
                 (ISO/IEC 7812 major industry identifiers of payment cards), Luhn checksum.
-passport        ``E12345678``-style (letter + 8 digits, two letters + 7 digits) or 9 digits,
-                only within a short window of a passport keyword ("passport", "护照", ...).
-ip              IPv4/IPv6 validated by :mod:`ipaddress`; loopback and unspecified addresses
-                (``127.0.0.1``, ``::1``, ``0.0.0.0``) identify nobody and are skipped (our choice).
+passport        one or two letters and 6-8 digits (``E12345678``, ``Z1234567``), 9 digits or a
+                9-character serial, only within a short window of a passport keyword
+                ("passport", "护照", "パスポート", ...).
+ip              public IPv4/IPv6 validated by :mod:`ipaddress`; loopback, unspecified, internal
+                (RFC 1918, 6598, 3927, 4193, 4291) and documentation or benchmark (RFC 5737, 3849,
+                2544) addresses identify nobody and are skipped (:data:`_INTERNAL_NETWORKS`).
 api_key,        :mod:`hindsight.secrets`: provider token formats (cloud, Git hosting, model hubs,
 token,          chat platforms, payment providers, JWTs), PEM private keys, URL credentials,
 private_key,    credential words in context ("password hunter2", "密码是X", "logging in as X
