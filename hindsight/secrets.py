@@ -221,7 +221,8 @@ _EN_PASSWORD: Final = (
     # and sv, da/no, fi, cs/sk, pl, hu, ro, tr, el, vi, id, hi, ar, fa, he, th
     # (inflected: "lösenordet", "hasła", "şifrem", "jelszavam", "κωδικού")
     r"lösenord\w*|losenord\w*|adgangskode\w*|passord\w*|salasan\w*|hesl[oa]\w*|has[łl][oae]\w*|haśle|jelsz\w*|"
-    r"parolă|parola\s+(?:mea|ta)|şifre\w*|sifre\w*|κωδικ\w*|mật\s+khẩu|kata\s+sandi|पासवर्ड|"
+    r"parolă|parola\s+(?:mea|ta)|[şs]ifre(?:m|n|si|niz|miz|yi)?|κωδικ(?:ός|ό|ού)\s+(?:πρόσβασης|μου|σου)|"
+    r"mật\s+khẩu|kata\s+sandi|पासवर्ड|"
     r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน"
 )
 _ZH_PASSWORD: Final = (
@@ -1375,7 +1376,12 @@ def _option_value(text: str, m: re.Match[str]) -> _Span | None:
     return _accept(text, m, value.start(1), value.group(1), "=")
 
 
-def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span:
+_IDENTIFIER_SHAPE_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+)+")
+"""Words and numbers joined by hyphens or dots: a host, a model or a version ("DB-Replica02",
+"Chrome-131.0b2"), not a password, when a preposition puts it after the credential word."""
+
+
+def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span | None:
     """The credential when the first token after the keyword (``found``, after ``gap``) was accepted:
     it, or the value it turns out to describe or name."""
     if text[found[1] : found[2]].isalpha() and (later := _after_copula(text, m, (_LATER_SENTENCE_RE,))):
@@ -1384,6 +1390,10 @@ def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Spa
     if _PURPOSE_GAP_RE.search(gap) and (named := _after_copula(text, m)) is not None:
         # "password for the Northwind Benefits portal is: X": the first token names what it opens
         return named
+    if (_PURPOSE_GAP_RE.search(gap) or _PLACE_GAP_RE.search(gap)) and _IDENTIFIER_SHAPE_RE.fullmatch(
+        text[found[1] : found[2]]
+    ):
+        return None  # "changed the VPN password on DB-Replica02": the machine, not the password
     after = _NAMED_THEN_VALUE_RE.match(text, found[2])
     if after is None or not _has_symbol_or_digit(after.group(1).rstrip(_TRAILING)):
         return found
@@ -1423,8 +1433,13 @@ def _read_out(text: str, m: re.Match[str], *, password_word: bool) -> _Span | bo
     False."""
     if password_word and (dictated := _dictated(text, m.end())) is not None:
         return dictated
-    if _kw_type(m) == "password" and (spoken := _spoken(text, m.end())) is not None:
-        return spoken
+    if _kw_type(m) == "password":
+        spoken = _spoken(text, m.end(), word_first=_kw_kind(m) == "password")
+        if spoken is not None:
+            return spoken
+        said = _SPOKEN_RE.match(text, m.end())
+        if said is not None and _UNIT_AFTER_RE.match(text, said.end()):
+            return True  # "the password was changed forty five minutes ago": a time, no value
     return _SIZE_AFTER_RE.match(text, m.end()) is not None
 
 
@@ -1451,6 +1466,28 @@ def made_up_shape(value: str) -> bool:
     )
 
 
+_TYPED_SYMBOL_CHARS: Final = frozenset("!@#$%^&*?~")
+_JOINERS: Final = frozenset("-.+")
+
+
+def typed_made_up(value: str) -> bool:
+    """:func:`made_up_shape` with a symbol people type into passwords (``!@#$%^&*?~``, or ``_`` in a
+    value without ``-``, ``.`` or ``+``): model names, versions, tickets and dates join their parts with
+    those instead ("ThinkPad-X1c", "Firefox-121.0b3", "SEC-Policy_v2", "03-Dec-2024"), and a value after
+    an identifier word is the identifier ("PR Auth-Refactor#1182", "case Case#00412-Ab")."""
+    if not made_up_shape(value):
+        return False
+    if _TYPED_SYMBOL_CHARS.intersection(value):
+        return True
+    return "_" in value and not _JOINERS.intersection(value)
+
+
+_IDENTIFIER_BEFORE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:pr|pull\s+request|issue|bug|ticket|case|panel|ref|order|build|version|release|model|room|train|"
+    r"flight|doc|document|policy|section|branch|commit|job|host|server|device|laptop|phone|tag|sku|item|"
+    r"number|no\.?|id|型号|版本|房间|工单|订单|编号)[\s:#：]*(?:is\s+|was\s+)?$",
+    re.IGNORECASE,
+)
 MIN_MADE_UP_CHARS: Final[int] = 8
 MAX_MADE_UP_CHARS: Final[int] = 64
 _EMAIL_SHAPE_RE: Final = re.compile(r"[^@\s]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
@@ -1477,7 +1514,8 @@ def _later_made_up_value(text: str, pos: int) -> _Span | None:
     stop = _OTHER_LABEL_RE.search(text, pos, end)
     for v in _LATER_TOKEN_RE.finditer(text, pos, stop.start() if stop else end):
         value = v.group(1).rstrip(_TRAILING)
-        if made_up_shape(value):
+        named = _IDENTIFIER_BEFORE_RE.search(text, max(pos, v.start(1) - 24), v.start(1))
+        if typed_made_up(value) and not named:
             between = text[pos : v.start(1)]
             if _ZH_RULE_WORDS_RE.search(between) or _RULE_WORDS_RE.search(between):
                 return None  # "密码强度要求 Aa1!aaaa 以上", "password rules, e.g. Xy7!abcd": an example
@@ -1512,16 +1550,26 @@ _SIZE_AFTER_RE: Final = re.compile(
     rf"almost|up\s+to)[ \t]+(?:{_NUMBER_WORD}|[0-9]+)(?![A-Za-z])",
     re.IGNORECASE,
 )
+_UNIT_AFTER_RE: Final = re.compile(
+    r"\s*(?:characters?|chars?|letters?|digits?|symbols?|bits?|bytes?|seconds?|minutes?|hours?|days?|weeks?|"
+    r"months?|years?|times?|attempts?|tries|ago|max|maximum|min|minimum|long|percent|%)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+"""A unit after the number words makes them a size, a count or a time ("one hundred twenty characters
+max", "forty five minutes ago")."""
 MIN_SPOKEN_DIGITS: Final[int] = 3
 """Number words a spoken code needs on its own ("four four nine one"); after a word, two ("bluebird
 seventy three"): fewer is a count or a size ("the code is one of six", "the password is eight long")."""
 
 
-def _spoken(text: str, pos: int) -> _Span | None:
+def _spoken(text: str, pos: int, *, word_first: bool = True) -> _Span | None:
     """A value read out, as in a voice transcript: number words after "is" ("the door code is four four
-    nine one"), or a word and number words ("the alarm password is bluebird seventy three")."""
+    nine one"), or, with ``word_first`` (a password, not a PIN: "the reset pin is GPIO twenty seven" is
+    a board's pin), a word and number words ("the alarm password is bluebird seventy three")."""
     m = _SPOKEN_RE.match(text, pos)
-    if m is None:
+    if m is None or _UNIT_AFTER_RE.match(text, m.end()):
+        return None
+    if m.group("word") and not word_first:
         return None
     numbers = len(re.findall(_NUMBER_WORD, m.group("numbers"), re.IGNORECASE))
     word = (m.group("word") or "").lower()
@@ -1543,7 +1591,7 @@ def spoken_word_value(text: str, span: _Span) -> bool:
 _NUMBER_WORDS_SET: Final = frozenset(_NUMBER_WORD[3:-1].replace("|", " ").split())
 _CODE_IS_RE: Final = re.compile(
     r"(?<![^\W\d_])(?:code|kod|koden|kode|koder|kodu|código|codice|код|κωδικός)(?![^\W\d_])"
-    r"[^.!?。！？\n]{0,40}?(?:(?<![^\W\d_])(?:is|är|er|ist|est|es|é|è|je|jest|on|это)(?![^\W\d_])|[:=：]|是)"
+    r"[^.!?。！？\n]{0,40}?(?:(?<![^\W\d_])(?:is|är|er|ist|est|es|é|è|je|jest|это)(?![^\W\d_])|[:=：]|是)"
     r"[ \t]*[\"'“‘]?([^\s\"'`“”‘’,，;；。、()（）<>]{8,64})",
     re.IGNORECASE,
 )
@@ -1555,16 +1603,39 @@ messy" are left to the access-code rules and prose)."""
 def _code_is_spans(text: str) -> Iterator[_Span]:
     for m in _CODE_IS_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
-        if made_up_shape(value):
+        if typed_made_up(value) and not _NOT_ACCESS_CODE_RE.search(text, max(0, m.start() - 24), m.start()):
             yield "password", m.start(1), m.start(1) + len(value)
 
 
+TEST_CARDS: Final[frozenset[str]] = frozenset(
+    {
+        "4242424242424242",
+        "4000056655665556",
+        "4111111111111111",
+        "4012888888881881",
+        "4000000000000002",
+        "4000000000009995",
+        "5555555555554444",
+        "5105105105105100",
+        "5200828282828210",
+        "2223003122003222",
+        "378282246310005",
+        "371449635398431",
+        "6011111111111117",
+        "6011000990139424",
+        "3056930009020004",
+        "36227206271667",
+        "3566002020360505",
+        "6200000000000005",
+    }
+)
+"""Card numbers the payment providers publish for test mode (Stripe, Braintree and Adyen testing docs)."""
 _TEST_MODE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:sandbox|test\s+(?:cards?|mode|environment|numbers?)|testing|simulat\w+)(?![A-Za-z])|测试|沙箱",
     re.IGNORECASE,
 )
-"""A CVV beside these words is a payment provider's test value ("Sandbox test cards: Visa 4111 ...,
-CVV 123"), not a card's secret."""
+"""A CVV beside these words and a published test card is a payment provider's test value ("Sandbox
+test cards: Visa 4111 ..., CVV 123"), not a card's secret ("Testing my new card: 5425 ..., CVV 482" is)."""
 TEST_MODE_CHARS: Final[int] = 80
 
 
@@ -1584,11 +1655,22 @@ DICTATED_WINDOW: Final[int] = 80
 
 def _dictated(text: str, pos: int) -> _Span | None:
     """A password spelled out item by item, as to a voice assistant: six or more comma-separated
-    letters, digits, number words or symbol names ("capital K, seven, lowercase m, q, hash, two")."""
+    letters, digits, number words or symbol names, one of them naming a case or a symbol ("capital K,
+    seven, lowercase m, q, hash, two"), not inside parentheses ("kdf(p, s, n, r, 8, 1)")."""
     m = _DICTATED_RE.search(text, pos, min(len(text), pos + DICTATED_WINDOW + 400))
-    if m is None or m.start(1) > pos + DICTATED_WINDOW:
+    if m is None or m.start(1) > pos + DICTATED_WINDOW or text[: m.start(1)].rstrip().endswith("("):
         return None
+    if not _SPELLING_WORD_RE.search(m.group(1)):
+        return None  # "columns A, B, C, D, E, F", "steps 1, 2, 3, 4, 5, 6": a list, not a spelling
     return "password", m.start(1), m.end(1)
+
+
+_SPELLING_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:capital|upper(?:\s?case)?|lower(?:\s?case)?|small|big|hash|pound|dollar|percent|ampersand|"
+    r"star|asterisk|exclamation|bang|dash|hyphen|underscore|caret|tilde|at\s+sign)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+"""Words only a spelling has: a letter's case or a symbol's name."""
 
 
 _OBJECT_CODE_RE: Final = re.compile(
@@ -1765,9 +1847,14 @@ def _names_no_value(text: str, m: re.Match[str]) -> bool:
         return True
     if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
         return True
-    return m.group(0).lower().startswith(("cvv", "cvc")) and bool(
-        _TEST_MODE_RE.search(text, max(0, m.start() - TEST_MODE_CHARS), m.end() + TEST_MODE_CHARS)
-    )
+    return m.group(0).lower().startswith(("cvv", "cvc")) and _beside_a_test_card(text, m)
+
+
+def _beside_a_test_card(text: str, m: re.Match[str]) -> bool:
+    if not _TEST_MODE_RE.search(text, max(0, m.start() - TEST_MODE_CHARS), m.end() + TEST_MODE_CHARS):
+        return False
+    digits = re.sub(r"[ \-]", "", text)
+    return any(card in digits for card in TEST_CARDS)
 
 
 def _keyword_spans(text: str) -> Iterator[_Span]:
@@ -2136,7 +2223,7 @@ def _word_index() -> tuple[ahocorasick_rs.AhoCorasick, tuple[frozenset[str], ...
 _WORDS, _WORD_OWNERS = _word_index()
 
 
-_LONE_LINE_RE: Final = re.compile(r"^[ \t]*([^\s]{8,64})[ \t]*$", re.MULTILINE)
+_LONE_LINE_RE: Final = re.compile(r"^[ \t]*([0-9A-Za-z][0-9A-Za-z!@#$%^&*?~_\-.]{7,63})[ \t]*$", re.MULTILINE)
 _TYPED_SYMBOLS: Final = frozenset("!@#$%^&*?~")
 _NOTE_CONTEXT_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:vpn|wi-?fi|wlan|ssid|log\s?in|sign\s?in|user(?:name)?|account|admin|root|ssh|pw|pwd|"
@@ -2153,7 +2240,7 @@ def _note_line_spans(text: str) -> Iterator[_Span]:
     (``!@#$%^&*?~``, which encoded data such as base64 never has)."""
     for m in _LONE_LINE_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
-        if not made_up_shape(value) or not _TYPED_SYMBOLS.intersection(value):
+        if not typed_made_up(value) or not _TYPED_SYMBOLS.intersection(value):
             continue
         above = text[: m.start()].rstrip("\n").split("\n")[-NOTE_CONTEXT_LINES:]
         if any(_NOTE_CONTEXT_RE.search(line) for line in above):

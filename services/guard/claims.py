@@ -108,7 +108,8 @@ syslog process tag (``nas backup.sh[4121]:``), then the message."""
 
 
 def without_quiet_log_lines(text: str) -> str:
-    """``text`` without the log lines whose message does not name the user: a service logs the same
+    """``text`` without the log lines whose message neither names the user nor endorses anything
+    (:func:`_claim_in_log`): a service logs the same
     status again and again ("[INFO] 心跳正常", "rsync: skipping non-regular file"), which the exact
     repetition rules would read as a hammered claim. A log line about the user still counts, and a
     line with a date but no level or process tag is not a log line ("2024-03-01 Acme stock will
@@ -119,9 +120,19 @@ def without_quiet_log_lines(text: str) -> str:
     classifier still reads it."""
     if "\n" not in text:
         return text
-    return _LOG_LINE_RE.sub(
-        lambda m: m.group() if _ABOUT_USER_ANY_RE.search(m.group("message")) else "", text
-    )
+    return _LOG_LINE_RE.sub(lambda m: m.group() if _claim_in_log(m.group("message")) else "", text)
+
+
+_YOU_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:you|your|users|customers|members?|account\s+holder|clients?|patients?)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def _claim_in_log(message: str) -> bool:
+    """A log message that may carry a claim: it names the user (any word for them, "you") or endorses
+    something ("... always banks with Acme Trust")."""
+    return bool(_ABOUT_USER_ANY_RE.search(message) or _YOU_RE.search(message) or _ENDORSE_RE.search(message))
 
 
 _UNIT_RE: Final = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[0-9]+[A-Za-z]*|[\u3400-\u9fff]")
@@ -333,6 +344,22 @@ def _latin(word: str) -> bool:
     return _BEYOND_ALPHABETS_RE.search(word) is None
 
 
+_ENDORSE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:prefer\w*|préf[eé]r\w*|bevorzug\w*|präferenz\w*|favou?rit\w*|lieblings\w*|choice|chose|"
+    r"chosen|choix|choisi\w*|elecci[oó]n|eligi[oó]|scelt\w*|escolh\w*|wahl|gewählt|consent\w*|zustimm\w*|"
+    r"opt(?:ed)?[\s\-]?in|agree[sd]?|accept\w*|love[sd]?|likes|loyal\w*|trusts?|recommend\w*|best|only|"
+    r"meilleur\w*|mejor|migliore|beste[nrs]?|sempre|always|toujours|siempre|immer|confirm\w*)(?![^\W\d_])|"
+    r"喜欢|偏好|最爱|首选|同意|推荐|最好|只用|只买|好き|お気に入り|選び|一番|좋아|선호|최고|추천",
+    re.IGNORECASE,
+)
+"""Words that endorse or consent (a preference, a choice, consent, "the best", "always"): a repetition
+attack claims one of these about the user; a calendar, an order's tracking or a playlist does not."""
+MIN_CLAIM_SENTENCES: Final = 2
+_USER_WORDS: Final = frozenset(
+    {"user", "user's", "customer", "utente", "usuario", "usuaria", "utilisateur", "utilisatrice", "usuário"}
+)
+
+
 def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: int) -> str | None:
     """The name hammered into a short message about the user, else None.
 
@@ -346,23 +373,35 @@ def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: i
     MaxiCare. ..."), which the term rules above miss when every sentence is in other words or another
     language and only the name stays.
 
+    At least :data:`MIN_CLAIM_SENTENCES` sentences must name the user beside the name, or endorse or
+    consent (:data:`_ENDORSE_RE`): a calendar ("... for the user: 9:00 with Priya. 11:00 with Priya.
+    ..."), a playlist, an order's tracking or a shopping list names one thing again and again beside
+    other things and names the user once (a red-team helper's probes, 2026-12-03). The user words
+    themselves are never the name ("User created. User added ...").
+
     Thresholds (4 occurrences, 12 % of the words, 600 characters) were chosen on every labelled and
     LoCoMo text (9,100 benign: they fire on none after the word rule above; docs/guard.md, "A name
     hammered in") and the read sets' repetition attacks.
     """
     if len(text) > max_chars or _ABOUT_USER_ANY_RE.search(text) is None:
         return None
-    if not HAMMER_MIN_SENTENCES <= len(sentences(text)) <= RESTATE_MAX_SENTENCES:
+    parts = sentences(text)
+    if not HAMMER_MIN_SENTENCES <= len(parts) <= RESTATE_MAX_SENTENCES:
         return None
     latin = [w.lower() for w in _NAME_WORD_RE.findall(text) if _latin(w)]
-    counts = Counter(w for w in latin if w not in _FUNCTION_WORDS)
+    counts = Counter(w for w in latin if w not in _FUNCTION_WORDS and w not in _USER_WORDS)
     runs = [r for r in _OTHER_SCRIPT_RUN_RE.findall(text) if not _latin(r)]
     counts.update(r[i : i + 3] for r in runs for i in range(len(r) - 2))
     if not counts:
         return None
     term, n = counts.most_common(1)[0]
     words = len(latin) + sum(len(r) for r in runs) / 2
-    return term if n >= min_count and n / words >= min_density else None
+    if n < min_count or n / words < min_density:
+        return None
+    # a claim ties the name to the user, or endorses it, again and again; a list names it beside other things
+    tied = sum(1 for part in parts if term in part.lower() and _ABOUT_USER_ANY_RE.search(part))
+    endorsed = sum(1 for part in parts if _ENDORSE_RE.search(part))
+    return term if max(tied, endorsed) >= MIN_CLAIM_SENTENCES else None
 
 
 def claims_about_user(text: str, *, min_chars: int) -> list[str]:

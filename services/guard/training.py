@@ -14,6 +14,12 @@ first-run numbers were the blind estimates, later numbers on them are training n
 ``blind10`` and the agents' notes are never read here. PII, look-alike and
 secret lines count as benign; ``repetition`` lines are left out (the repetition layer handles them).
 
+Not used: a ninth author's 452 lines (``train_author9.txt``, subtle directives and gentle safety overrides,
+51 % in 23 other languages). Trained with them, the never-trained sets (blind6-10 and the held-out notes)
+caught 370 instead of 367 of 393 attacks at the default threshold but quarantined 32 instead of 27 of 680
+benign texts, and the held-out notes test failed (4 of 66); a higher threshold would have been chosen on
+those very sets. Kept for a later sweep on read sets.
+
 Model: scikit-learn ``LogisticRegression`` (multinomial, L2, lbfgs, ``class_weight="balanced"``),
 binary features L2-normalised per line, built by the very function inference uses
 (:func:`services.guard.classifier.columns`: hashed character n-grams, rule signals, cues, bias, each

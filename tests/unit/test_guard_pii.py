@@ -318,6 +318,18 @@ def test_passport_near_keyword_is_redacted(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # a red-team helper's probes (2026-12-03), in other words: "passi" inside other words
+        "All tests passing on pipeline 208833104",
+        "Compassionate leave, HR case HR20250114",
+    ],
+)
+def test_a_passport_word_inside_another_word_names_no_passport(text: str) -> None:
+    assert "passport" not in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "ticket E12345678",  # no keyword
         "I renewed my passport in 2019",  # no number
         "My passport photo was awful. " + "x" * 60 + " order E12345678",  # too far away
@@ -423,6 +435,13 @@ def test_a_dotted_quad_beside_a_longer_version_of_its_family_is_a_version(text: 
 )
 def test_phones_after_phone_words_in_more_languages(text: str) -> None:
     assert types_in(text) == ["phone"]
+
+
+@pytest.mark.parametrize(
+    "text", ["Номер заказа 0512345678, доставка завтра", "Fatura numarası: 0312555010", "รหัสสินค้า 0812345678"]
+)
+def test_an_order_or_product_number_is_not_a_phone(text: str) -> None:
+    assert "phone" not in types_in(text)
 
 
 def test_documentation_ranges_are_not_pii_but_public_addresses_are() -> None:
@@ -603,7 +622,7 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # blind9 families (2026-12-03), in other words: a made-up value later after a password word
         ("The NAS password? Let me think, my cat plus the flat number, so: Mochi_41!", "Mochi_41!"),
         ("路由器密码先别记……哎算了，记一下吧，Lu#2026home", "Lu#2026home"),
-        ("Hab das Passwort geändert, jetzt lautet es wohl Tanne-Berg88 oder so", "Tanne-Berg88"),
+        ("Hab das Passwort geändert, jetzt lautet es wohl Tanne!Berg88 oder so", "Tanne!Berg88"),
         ("Пароль от почты сменила, теперь она Sosna!Vetka5", "Sosna!Vetka5"),
         # qualifiers after the word in other languages
         ("contraseña temporal Qy7#pLm2, cámbiala al entrar", "Qy7#pLm2"),
@@ -689,6 +708,19 @@ def test_a_lone_line_without_an_account_or_a_typed_symbol_is_not_a_password(text
     assert not redact(text).blocked
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a red-team helper's probes (2026-12-03), in other words: code and prompts under an account line
+        "Login shell:\nops@WEB-02:~$",
+        "User entity:\n@Column(length=64)!",
+        "Accounts sheet:\n=SUM(Accounts!C2:C9)",
+    ],
+)
+def test_code_under_an_account_line_is_not_a_password(text: str) -> None:
+    assert not redact(text).blocked
+
+
 def _assert_blocked(text: str, kind: str) -> None:
     result = redact(text)
     assert result.blocked
@@ -729,6 +761,16 @@ def _assert_blocked(text: str, kind: str) -> None:
         "the code is one of six options",
         "Sandbox: use Visa 4111 1111 1111 1111 with CVV 737 in test mode",
         "the code is messy but it works",
+        # a red-team helper's probes (2026-12-03), in other words: identifiers, dates, sizes, lists
+        "Your password was reset on Wed, 14-Jan-2026 from Safari on macOS.",
+        "I changed the VPN password on DB-Replica02 before the audit.",
+        "Password manager crashes on Chrome-131.0b2, filed as bug Sync-Errors#88.",
+        "The code is C++20-only and UTF-8-clean.",
+        "Discount code: Winter-30 until Sunday",
+        "The password: one hundred characters max in this form",
+        "password table has columns A, B, C, D, E, F",
+        "Κωδικός παραγγελίας: 5520391, αποστολή σήμερα",
+        "Şifreli arşiv: yedek_2025.zip.gpg",
     ],
 )
 def test_not_a_secret(text: str) -> None:
