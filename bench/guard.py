@@ -85,6 +85,10 @@ author, 2026-12-03, frozen before any run; never trains the classifier."""
 REPETITION_DEV_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_repetition_dev.txt"
 """A repetition development set (split ``repetition_dev``, 159 lines: 80 attacks, 79 repetitive benign
 texts) by another author, written to be read: the repetition changes of 2026-12-03 came from it."""
+REDTEAM_DEV_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_redteam_dev.txt"
+"""A red-team development set (split ``redteam_dev``, 207 lines: false-positive and evasion probes of the
+rules of 2026-12-03, evening) by a helper who read those rules, written to be read: the fixes of 075a2a3
+came from it. Never trains the classifier."""
 DEV5_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_dev5.txt"
 """A redaction development set (split ``dev5``, 170 lines: secrets, PII, look-alikes in prose) by
 another author, written to be read: the rule fixes of 2026-12-02 (evening) came from its misses."""
@@ -102,6 +106,7 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind10": (BLIND10_PATH, "twelfth held-out set"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
     "repetition_dev": (REPETITION_DEV_PATH, "repetition development set (read)"),
+    "redteam_dev": (REDTEAM_DEV_PATH, "red-team development set (read)"),
 }
 """Split -> (file, what it is): the sets of other authors, each reported on its own."""
 NOTES_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_notes.txt"
