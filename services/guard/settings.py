@@ -66,7 +66,8 @@ class GuardSettings(BaseSettings):
         4,
         ge=2,
         description="Occurrences of one name that, in a short message about the user from a tool, document "
-        "or other agent, quarantine (with hammer_min_density; docs/guard.md, 'A name hammered in').",
+        "or system note (any source but user and assistant), quarantine (with hammer_min_density; "
+        "docs/guard.md, 'A name hammered in').",
     )
     hammer_min_density: float = Field(
         0.12, gt=0.0, le=1.0, description="Share of the message's words that the hammered name must make up."

@@ -614,6 +614,8 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # blind10 families (2026-12-03), in other words: read out in a voice transcript, other languages
         ("uh the gate code is seven three three zero and the safe is easy", "seven three three zero"),
         ("the garage password is tulip forty two, okay", "tulip forty two"),
+        # a newcomer's finding (2026-12-03): a PIN read out in number words only
+        ("My debit card PIN is four four nine one, keep it", "four four nine one"),
         ("Mitt lösenord till banken är Älg!Skog2291", "Älg!Skog2291"),
         ("Hasło do poczty: Kotek#Mruczek7", "Kotek#Mruczek7"),
         ("E-devlet şifrem artık Bogaz_Kopru34", "Bogaz_Kopru34"),
@@ -760,6 +762,7 @@ def _assert_blocked(text: str, kind: str) -> None:
         "the new PIN is at least 6 digits",
         "the code is one of six options",
         "Sandbox: use Visa 4111 1111 1111 1111 with CVV 737 in test mode",
+        "Test Visa card: 4111 1111 1111 1111, CVV 123",
         "the code is messy but it works",
         # a red-team helper's probes (2026-12-03), in other words: identifiers, dates, sizes, lists
         "Your password was reset on Wed, 14-Jan-2026 from Safari on macOS.",
