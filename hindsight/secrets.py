@@ -1448,15 +1448,9 @@ def made_up_shape(value: str) -> bool:
     e-mail address, a path, an identifier or a masked or placeholder value: the shape of a password
     someone made up ("Biscuit2019!", "Kedr_Sibir_71"), which names, dates, versions and ticket numbers
     ("JohnSmith2", "INC-2041", "v2.3.1") do not have."""
-    classes = (
-        any(c.islower() for c in value),
-        any(c.isupper() for c in value),
-        any(c.isdigit() for c in value),
-        any(not c.isalnum() for c in value),
-    )
     return (
         MIN_MADE_UP_CHARS <= len(value) <= MAX_MADE_UP_CHARS
-        and all(classes)
+        and character_classes(value) == ALL_CLASSES
         and "://" not in value
         and "/" not in value
         and "\\" not in value
@@ -1489,6 +1483,8 @@ _IDENTIFIER_BEFORE_RE: Final = re.compile(
     re.IGNORECASE,
 )
 MIN_MADE_UP_CHARS: Final[int] = 8
+ALL_CLASSES: Final[int] = 4
+"""Lower case, upper case, digits, symbols (:func:`character_classes`)."""
 MAX_MADE_UP_CHARS: Final[int] = 64
 _EMAIL_SHAPE_RE: Final = re.compile(r"[^@\s]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 LATER_VALUE_WINDOW: Final[int] = 100
@@ -2006,13 +2002,19 @@ _PAIR_RE: Final = re.compile(
 def strong_password_shape(value: str) -> bool:
     """8+ characters using at least three of: lower case, upper case, digits, symbols (the usual
     password composition rule, NIST SP 800-63B appendix A's description of composition policies)."""
-    classes = (
-        any(c.islower() for c in value),
-        any(c.isupper() for c in value),
-        any(c.isdigit() for c in value),
-        any(not c.isalnum() for c in value),
+    return len(value) >= 8 and character_classes(value) >= 3 and not is_masked(value)
+
+
+def character_classes(value: str) -> int:
+    """How many of lower case, upper case, digits and symbols (anything not alphanumeric) ``value`` uses."""
+    return sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
     )
-    return len(value) >= 8 and sum(classes) >= 3 and not is_masked(value)
 
 
 _MYSQL_ATTACHED_RE: Final = re.compile(
