@@ -54,6 +54,23 @@ def _settings(data_dir: Path | None, bootstrap: str | None, *, quiet: bool = Fal
     return cfg
 
 
+def _check_stage_settings() -> None:
+    """Build every stage's settings once, before a broker or model starts, so that a bad
+    ``HINDSIGHT_GUARD_*`` / ``_INGEST_*`` / ``_REFLECT_*`` / ``_EVICT_*`` value fails the command at
+    once (seconds before the stage would build them itself, after the broker and the models).
+
+    Raises:
+        pydantic.ValidationError: a value is invalid (``exit_on_config_error`` names the variable).
+    """
+    from services.evict.settings import EvictSettings  # noqa: PLC0415
+    from services.guard.settings import GuardSettings  # noqa: PLC0415
+    from services.ingest.settings import IngestSettings  # noqa: PLC0415
+    from services.reflect.settings import ReflectSettings  # noqa: PLC0415
+
+    for settings in (GuardSettings, IngestSettings, ReflectSettings, EvictSettings):
+        settings()
+
+
 def _fail(exc: BaseException) -> typer.Exit:
     kind = "configuration error" if isinstance(exc, ConfigurationError) else "error"
     typer.secho(f"hindsight: {kind}: {exc}", fg=typer.colors.RED, err=True)
@@ -87,6 +104,7 @@ def up(
 
     cfg = _settings(data_dir, bootstrap)
     gateway = GatewaySettings(port=port)
+    _check_stage_settings()
     if port and not _port_free(gateway.host, port):  # fail before starting every consumer
         raise _fail(
             OSError(f"port {port} on {gateway.host} is in use: pass --port N (or --port 0 for any free port)")
@@ -185,6 +203,7 @@ def demo(
     from services.cli.embedded import embedded_stack  # noqa: PLC0415
     from services.gateway.settings import GatewaySettings  # noqa: PLC0415
 
+    _check_stage_settings()
     scratch = (
         None
         if data_dir

@@ -46,6 +46,16 @@ def _run(command: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.
             "HINDSIGHT_GATEWAY_MAX_TOP_K: Input should be greater than or equal to 1",
         ),
         (
+            [*HINDSIGHT, "up", "--port", "0"],
+            {"HINDSIGHT_GUARD_HAMMER_MIN_COUNT": "four"},
+            "HINDSIGHT_GUARD_HAMMER_MIN_COUNT: Input should be a valid integer",
+        ),
+        (
+            [*HINDSIGHT, "demo"],
+            {"HINDSIGHT_REFLECT_SWEEP_INTERVAL_S": "0"},
+            "HINDSIGHT_REFLECT_SWEEP_INTERVAL_S: Input should be greater than 0",
+        ),
+        (
             [*HINDSIGHT, "mcp-stdio"],
             {
                 "HINDSIGHT_MODE": "production",
@@ -61,7 +71,16 @@ def _run(command: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.
         (FASTSTREAM, {}, "no Kafka broker: set HINDSIGHT_KAFKA_BOOTSTRAP"),
         (UVICORN, {"HINDSIGHT_GATEWAY_PORT": "99999"}, "HINDSIGHT_GATEWAY_PORT: Input should be less than"),
     ],
-    ids=["cli-kafka", "cli-gateway", "cli-weak-key", "faststream-value", "faststream-missing", "uvicorn"],
+    ids=[
+        "cli-kafka",
+        "cli-gateway",
+        "cli-stage",
+        "cli-demo-stage",
+        "cli-weak-key",
+        "faststream-value",
+        "faststream-missing",
+        "uvicorn",
+    ],
 )
 def test_a_configuration_error_is_one_line_naming_the_setting(
     command: list[str], env: dict[str, str], named: str, tmp_path: Path
