@@ -1,0 +1,153 @@
+"""Codes that open things and account recovery material (part of the keyword-in-context layer).
+
+An access code beside the lock, keypad or safe it opens ("the code on the parcel locker is
+739214", "safe combination 24-7-13", "the shed padlock is 0815"), a code word in any language
+followed by a made-up value ("Koden till min app är Lingon#5583"), backup codes after "backup
+codes" / "备用码" and a BIP-39 seed phrase after "recovery phrase" / "助记词".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Final
+
+from hindsight.secrets.patterns import _PIN_VALUE_RE
+from hindsight.secrets.spoken import _spoken, spoken_word_value
+from hindsight.secrets.values import _TRAILING, _has_letter_and_digit, _Span, credential_like, typed_made_up
+
+_CODE_IS_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:code|kod|koden|kode|koder|kodu|código|codice|код|κωδικός)(?![^\W\d_])"
+    r"[^.!?。！？\n]{0,40}?(?:(?<![^\W\d_])(?:is|är|er|ist|est|es|é|è|je|jest|это)(?![^\W\d_])|[:=：]|是)"
+    r"[ \t]*[\"'“‘]?([^\s\"'`“”‘’,，;；。、()（）<>]{8,64})",
+    re.IGNORECASE,
+)
+"""A code word in any language, a copula or a separator in its clause, then a value: only a value of
+:func:`made_up_shape` counts ("Koden till min app är Lingon#5583"; "the code is 4021" and "the code is
+messy" are left to the access-code rules and prose)."""
+
+
+def _code_is_spans(text: str) -> Iterator[_Span]:
+    for m in _CODE_IS_RE.finditer(text):
+        value = m.group(1).rstrip(_TRAILING)
+        if typed_made_up(value) and not _NOT_ACCESS_CODE_RE.search(text, max(0, m.start() - 24), m.start()):
+            yield "password", m.start(1), m.start(1) + len(value)
+
+
+_OBJECT_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:code|combination|combo|código|codice|код|kod)(?![A-Za-z])", re.IGNORECASE
+)
+_LOCK_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:lockers?|locks?|padlocks?|alarms?|doors?|gates?|garage|safe|keypads?|lock\s?box|key\s?box|"
+    r"intercom|buzzer|entry|vault|mailbox|storage\s+unit|suitcase|bike|shed|portão|puerta|portal|tür|porte|"
+    r"cadenas|lucchetto|cancello|домофон\w*|двер\w*|подъезд\w*|сейф\w*|замк\w*)(?![A-Za-z])|"
+    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜",
+    re.IGNORECASE,
+)
+"""Things opened by a code: with one in the clause, "code" / "combination" names an access code
+("the code on the parcel locker is 739214", "office alarm: code 1984", "safe combination 24-7-13")."""
+_NOT_ACCESS_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:error|zip|postal|post|area|country|dial(?:ling)?|promo|discount|coupon|voucher|qr|bar|"
+    r"source|status|http|tracking|product|course|class|dress|colou?r|reference|ref|booking|confirmation|"
+    r"airport|flight|tax|sort|swift|bic|routing|exit|fault|trouble|diagnostic|obd|model|part)\s*$",
+    re.IGNORECASE,
+)
+"""Words before "code" that make it an identifier, not an access code ("error code 4012")."""
+LOCK_CONTEXT_CHARS: Final[int] = 40
+"""Characters on each side of "code" searched for a thing it opens (ours: about one clause)."""
+_CLAUSE_END_RE: Final = re.compile(r"[.。!！?？\n;；]")
+
+
+_COMBINATION_VALUE_RE: Final = re.compile(r"(?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3}")
+_COMBINATION_RE: Final = re.compile(
+    r"[\s:：=]*(?:is\s+|was\s+)?(" + _COMBINATION_VALUE_RE.pattern + r")(?![0-9])"
+)
+"""A combination right after "combination" / "code": ``24-7-13``, ``is 10 20 30``."""
+
+
+def _clause_around(text: str, start: int, end: int, chars: int) -> str:
+    """Up to ``chars`` characters each side of ``text[start:end]``, not past a sentence end."""
+    before = text[max(0, start - chars) : start]
+    cut = [m.end() for m in _CLAUSE_END_RE.finditer(before)]
+    after = text[end : end + chars]
+    stop = _CLAUSE_END_RE.search(after.rstrip(".。"))
+    return before[cut[-1] if cut else 0 :] + text[start:end] + (after[: stop.start()] if stop else after)
+
+
+_DEVICE_CODE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:pad\s?locks?|key\s?pads?|lock\s?box(?:es)?|key\s?safes?|key\s?box(?:es)?|"
+    r"(?:door|gate|smart|combination|bike|cable)\s+locks?)(?![A-Za-z])\s*(?:[:：=]|is|was|are)\s*"
+    r"([0-9]{3,10}[#*]?)(?![0-9A-Za-z])|(?:门禁|密码锁|门锁|挂锁)(?:密码)?\s*[:：是为]\s*([0-9]{3,10}[#*]?)(?![0-9])",
+    re.IGNORECASE,
+)
+"""A code given as the value of the device it opens, without the word "code": "the shed padlock is
+0815", "Door keypad: 7316 then press the tick", "门禁：4096#"."""
+
+
+def _access_code_spans(text: str) -> Iterator[_Span]:
+    for m in _DEVICE_CODE_RE.finditer(text):
+        group = 1 if m.group(1) else 2
+        if credential_like(m.group(group), kind="pin"):
+            yield "password", m.start(group), m.end(group)
+    for m in _OBJECT_CODE_RE.finditer(text):
+        if _NOT_ACCESS_CODE_RE.search(text[max(0, m.start() - 24) : m.start()]):
+            continue
+        if not _LOCK_CONTEXT_RE.search(_clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)):
+            continue
+        digits = _PIN_VALUE_RE.match(text, m.end()) or _COMBINATION_RE.match(text, m.end())
+        if digits is None:
+            spoken = _spoken(text, m.end())  # "the gate code is seven three three zero"
+            if spoken is not None and not spoken_word_value(text, spoken):
+                yield spoken
+            continue
+        value = digits.group(1)
+        if credential_like(value, kind="pin") or _COMBINATION_VALUE_RE.fullmatch(value):
+            yield "password", digits.start(1), digits.end(1)
+
+
+_RECOVERY_WORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:recovery|backup|seed|mnemonic|rescue)\s+(?:codes?|phrases?|words)(?![A-Za-z])|"
+    r"助记词|恢复码|备用码|救援码|恢复短语|助記詞",
+    re.IGNORECASE,
+)
+_SEED_PHRASE_RE: Final = re.compile(
+    r"[^.。!！?？\n:：=\"'“‘「]{0,80}?(?:\s*[:：=]\s*|\s+(?:is|are|was)\s*:?\s*)[\"'“‘「]?"
+    r"((?:[a-z]{3,8}[ ,]\s*){11,23}[a-z]{3,8})(?![A-Za-z])(?=[\"'”’」]?\s*(?:[.,;:!?。，；！？\n]|$))"
+)
+"""A BIP-39 phrase after its word (up to 80 characters of the clause between: "recovery phrase for
+my hardware wallet, in case I lose the paper: ...") and a separator or "is": 12-24 lower-case words
+of 3-8 letters ending the clause; :func:`_recovery_spans` also wants a BIP-39 length (12, 15, 18, 21
+or 24 words)."""
+_BACKUP_CODE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z\-])(?=[0-9a-zA-Z\-]*[0-9])(?:[0-9a-zA-Z]{4,6}-[0-9a-zA-Z]{4,6}|[0-9a-zA-Z]{6,10})(?![0-9A-Za-z\-])"
+)
+RECOVERY_WINDOW: Final[int] = 200
+"""Characters after "recovery codes" / "备用码" searched for the codes (a list of ten fits; ours)."""
+
+
+BIP39_LENGTHS: Final = (12, 15, 18, 21, 24)
+_CJK_SEED_RE: Final = re.compile(
+    r"[^\n。.!?！？]{0,40}?[:：是为]\s*"
+    r"((?:[\u4e00-\u9fff][ ,，、]\s*){11,23}[\u4e00-\u9fff])(?![\u4e00-\u9fff])"
+)
+"""A BIP-39 phrase from the Chinese word lists (one character a word, separated): "助记词：轻 诉 饭 ..."."""
+
+
+def _recovery_spans(text: str) -> Iterator[_Span]:
+    """Account recovery material: the codes listed after "backup codes" (each a span; a lone code
+    needs letters and digits, so a date or a count is not one) and a seed phrase after "recovery
+    phrase" / "助记词" (one span over the words)."""
+    for kw in _RECOVERY_WORD_RE.finditer(text):
+        word = kw.group().lower()
+        if any(w in word for w in ("phrase", "words", "助记", "助記", "短语")):
+            m = _SEED_PHRASE_RE.match(text, kw.end())
+            if m is not None and len(re.findall(r"[a-z]+", m.group(1))) in BIP39_LENGTHS:
+                yield "password", m.start(1), m.end(1)
+            zh = _CJK_SEED_RE.match(text, kw.end())
+            if zh is not None and len(re.findall(r"[\u4e00-\u9fff]", zh.group(1))) in BIP39_LENGTHS:
+                yield "password", zh.start(1), zh.end(1)
+            continue
+        codes = list(_BACKUP_CODE_RE.finditer(text, kw.end(), min(len(text), kw.end() + RECOVERY_WINDOW)))
+        for m in codes:
+            if len(codes) >= 2 or _has_letter_and_digit(m.group()):
+                yield "password", m.start(), m.end()
