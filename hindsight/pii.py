@@ -529,9 +529,10 @@ def _card_ok(candidate: str) -> bool:
 
 # the words are not parts of an address ("a.b@example.com", "test@shop.cn"): redaction must stay idempotent
 _TEST_CONTEXT_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy|simulat(?:e|es|ed|ing|ion))"
+    r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy|simulat(?:e|es|ed|ing|ion)|"
+    r"esempi[oa]|exemples?|ejemplos?|exemplos?|beispiel\w*|voorbeeld\w*|przykład\w*)"
     r"(?![A-Za-z0-9@]|\.[A-Za-z])|"
-    r"测试|沙箱|示例|文档",
+    r"пример\w*|例子|示例|测试|沙箱|文档|例示|예시",
     re.IGNORECASE,
 )
 TEST_CONTEXT_CHARS: Final[int] = 80
@@ -588,9 +589,111 @@ def iban_valid(value: str) -> bool:
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
+EXAMPLE_IBANS: Final[frozenset[str]] = frozenset(
+    {
+        "AD1200012030200359100100",
+        "AE070331234567890123456",
+        "AL47212110090000000235698741",
+        "AT611904300234573201",
+        "AZ21NABZ00000000137010001944",
+        "BA391290079401028494",
+        "BE68539007547034",
+        "BG80BNBG96611020345678",
+        "BH67BMAG00001299123456",
+        "BR1800360305000010009795493C1",
+        "BR9700360305000010009795493P1",
+        "BY13NBRB3600900000002Z00AB00",
+        "CH9300762011623852957",
+        "CR05015202001026284066",
+        "CY17002001280000001200527600",
+        "CZ6508000000192000145399",
+        "DE02120300000000202051",
+        "DE44500105175407324931",
+        "DE89370400440532013000",
+        "DK5000400440116243",
+        "DO28BAGR00000001212453611324",
+        "EE382200221020145685",
+        "EG380019000500000000263180002",
+        "ES9121000418450200051332",
+        "FI2112345600000785",
+        "FO6264600001631634",
+        "FR1420041010050500013M02606",
+        "GB29NWBK60161331926819",
+        "GB82WEST12345698765432",
+        "GE29NB0000000101904917",
+        "GI75NWBK000000007099453",
+        "GL8964710001000206",
+        "GR1601101250000000012300695",
+        "GT82TRAJ01020000001210029690",
+        "HR1210010051863000160",
+        "HU42117730161111101800000000",
+        "IE29AIBK93115212345678",
+        "IL620108000000099999999",
+        "IQ98NBIQ850123456789012",
+        "IS140159260076545510730339",
+        "IT60X0542811101000000123456",
+        "JO94CBJO0010000000000131000302",
+        "KW81CBKU0000000000001234560101",
+        "KZ86125KZT5004100100",
+        "LB62099900000001001901229114",
+        "LC55HEMM000100010012001200023015",
+        "LI21088100002324013AA",
+        "LT121000011101001000",
+        "LU280019400644750000",
+        "LV80BANK0000435195001",
+        "MC5811222000010123456789030",
+        "MD24AG000225100013104168",
+        "ME25505000012345678951",
+        "MK07250120000058984",
+        "MR1300020001010000123456753",
+        "MT84MALT011000012345MTLCAST001S",
+        "MU17BOMM0101101030300200000MUR",
+        "NL91ABNA0417164300",
+        "NO9386011117947",
+        "PK36SCBL0000001123456702",
+        "PL61109010140000071219812874",
+        "PS92PALS000000000400123456702",
+        "PT50000201231234567890154",
+        "QA58DOHB00001234567890ABCDEFG",
+        "RO49AAAA1B31007593840000",
+        "RS35260005601001611379",
+        "SA0380000000608010167519",
+        "SC18SSCB11010000000000001497USD",
+        "SE4550000000058398257466",
+        "SI56263300012039086",
+        "SK3112000000198742637541",
+        "SM86U0322509800000000270100",
+        "ST68000100010051845310112",
+        "SV62CENR00000000000000700025",
+        "TL380080012345678910157",
+        "TN5910006035183598478831",
+        "TR330006100519786457841326",
+        "UA213223130000026007233566001",
+        "VA59001123000012345678",
+        "VG96VPVG0000012345678901",
+        "XK051212012345678906",
+    }
+)
+"""IBANs published as examples: the SWIFT IBAN Registry's example per country (also the ones
+Wikipedia and the banks' developer docs print) and a few German and British ones common in
+tutorials. Like :data:`~hindsight.secrets.TEST_CARDS`, one is left alone only when presented as an
+example (:func:`_example_iban`); the same number given as "my IBAN" is still redacted."""
+
+
+def _example_iban(text: str, start: int, end: int) -> bool:
+    """A published example IBAN with an example / test / docs word within
+    :data:`TEST_CONTEXT_CHARS` on either side ("un IBAN di esempio è IT60 X054 ...")."""
+    if text[start:end].replace(" ", "") not in EXAMPLE_IBANS:
+        return False
+    return bool(
+        _TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start)
+        or _TEST_CONTEXT_RE.search(text, end, end + TEST_CONTEXT_CHARS)
+    )
+
+
 def _detect_iban(text: str) -> Iterator[_Span]:
     for m in _IBAN_RE.finditer(text):
-        if iban_valid(m.group(1)):
+        if iban_valid(m.group(1)) and not _example_iban(text, m.start(1), m.end(1)):
             yield "iban", m.start(1), m.end(1)
 
 
@@ -604,12 +707,16 @@ _PASSPORT_KEYWORD_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _PASSPORT_NUMBER_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z])(?:[A-Z]{1,2}[0-9]{6,8}|[0-9]{9}|"
+    r"(?<![0-9A-Za-z])(?:[A-Z]{1,2}[ -]?[0-9]{6,8}|[0-9]{9}|[0-9]{2}[ -][0-9]{7}|"
+    r"[0-9]{2} ?[0-9]{2}[ -][0-9]{6}|[А-ЯЁ]{2}[ -]?[0-9]{6}|"
     r"(?=(?:[A-Z]*[0-9]){3})(?=[0-9]*[A-Z])[A-Z0-9]{9})(?![0-9A-Za-z])"
 )
-"""One or two letters and 6-8 digits (China's E12345678, India's Z1234567, Brazil's FZ123456, the
-UK's and many others' two letters + 7 digits), 9 digits, or 9 upper-case letters and digits with 3+
-digits (German ``C01X7RT42``-style serials); only beside a passport word."""
+"""One or two letters and 6-8 digits, the letters optionally set apart by a space or hyphen
+(China's E12345678, India's Z1234567, Brazil's FZ123456, the UK's and many others' two letters + 7
+digits), 9 digits, a series and number written apart (Russia's international ``75 4812937``: 2 + 7
+digits; its internal ``45 07 123456``: 4 + 6), two Cyrillic letters and 6 digits (Ukraine's and
+Belarus's older booklets, ``КВ 123456``), or 9 upper-case letters and digits with 3+ digits (German
+``C01X7RT42``-style serials); only beside a passport word."""
 PASSPORT_WINDOW_BEFORE: Final[int] = 24
 """Characters before a passport keyword searched for a number ("E12345678 is my passport"; ours)."""
 PASSPORT_WINDOW_AFTER: Final[int] = 48

@@ -491,6 +491,10 @@ TEST_CARDS: Final[frozenset[str]] = frozenset(
         "36227206271667",
         "3566002020360505",
         "6200000000000005",
+        "5555341244441115",
+        "4111111145551142",
+        "4988438843884305",
+        "2222400070000005",
     }
 )
 """Card numbers the payment providers publish for test mode (Stripe, Braintree and Adyen testing docs)."""
@@ -532,7 +536,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             _PIN_WORD_RE.match(word)
             and not word[:3].isupper()
             and not re.search(r"pin\s?(?:code|number)", word, re.I)
-            and not re.match(r"\s*(?:is|:|=|was|number|code)", text[m.end() : m.end() + 10], re.I)
+            and not re.match(r"\s*(?:is|:|=|was|number|code)|['’]s\s", text[m.end() : m.end() + 10], re.I)
         ):
             continue
         if _names_no_value(text, m):

@@ -3,6 +3,10 @@
 - Layer 1, known token formats (:mod:`hindsight.secrets.providers`), and the other fixed formats:
   PEM/OpenSSH private-key blocks, connection strings with a password, ``Bearer``/``Basic`` values.
 - Wi-Fi QR payloads (``WIFI:S:<ssid>;T:WPA;P:<password>;;``).
+- Cookies and headers listed as name / value (a browser's dev tools, HAR files, cookie exports:
+  ``Name: session_id`` then ``Value: f648...``): the value of a session, token or auth name.
+- App passwords: four groups of four letters after an app-password word (Google's and Apple's
+  format, ``qwhm zpta lkfj ruxe``), which carry no digit for the other layers to see.
 - Command-line flags (``curl -u user:PASS``, ``mysql -pPASS``, ``--token TOKEN``) and
   ``user / password`` pairs.
 - Note lines: a made-up value alone on its line under a line naming an account.
@@ -15,6 +19,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Final
@@ -29,6 +34,7 @@ from hindsight.secrets.providers import (
     _WIFI_QR_RE,
     PROVIDER_PATTERNS,
 )
+from hindsight.secrets.stopwords import _STOP_VALUES
 from hindsight.secrets.values import (
     _PLACEHOLDER_RE,
     _TRAILING,
@@ -146,6 +152,58 @@ def _entropy_spans(text: str) -> Iterator[_Span]:
             yield "api_key", m.start(), m.start() + len(value)
 
 
+_APP_PASSWORD_RE: Final = re.compile(
+    r"(?:app(?:lication)?[\s\-]?(?:specific[\s\-])?pass(?:words?|wort|codes?)|"
+    r"mot\s+de\s+passe\s+d'application|contrase(?:ñ|n)a\s+de\s+(?:la\s+)?aplicaci[oó]n|"
+    r"senha\s+de\s+app|应用专用密码|应用密码|アプリ\s?パスワード|앱\s?비밀번호)"
+    r"[^\n]{0,60}?(?<![A-Za-z])([a-z]{4}([ \-]?)[a-z]{4}\2[a-z]{4}\2[a-z]{4})(?![A-Za-z])",
+    re.IGNORECASE,
+)
+"""An app-password word, then within the line four groups of four lower-case letters (Google's
+"App passwords" show ``xxxx xxxx xxxx xxxx``; Apple's app-specific passwords are ``xxxx-xxxx-xxxx-xxxx``)."""
+_APP_PASSWORD_LITERALS: Final = ("pass", "Pass", "PASS", "ontrase", "senha", "应用", "アプリ", "앱")
+"""One of these is in every text :data:`_APP_PASSWORD_RE` matches (a substring test gates the regex)."""
+
+
+def _app_password(value: str) -> bool:
+    """Whether four groups of four letters look generated: no group a stop word ("will look like
+    this"), one letter repeated ("xxxx") or an alphabet run ("abcd"), under 40 % vowels (English
+    words run ~40 %, random letters ~19 %)."""
+    letters = "".join(c for c in value.lower() if c.isalpha())
+    groups = [letters[i : i + 4] for i in range(0, 16, 4)]
+    for group in groups:
+        if group in _STOP_VALUES or len(set(group)) == 1:
+            return False
+        if all(ord(b) - ord(a) == 1 for a, b in itertools.pairwise(group)):
+            return False
+    return sum(c in "aeiou" for c in letters) / len(letters) < 0.4
+
+
+_NAME_VALUE_RE: Final = re.compile(
+    r"(?<![A-Za-z])name[\"']?\s*[:=]\s*[\"']?"
+    r"([\w.\-]*(?:sess|token|auth|sid|jwt|secret|api[_\-]?key|csrf|remember)[\w.\-]*)[\"']?"
+    r"[ \t]*[,;\n](?:[^\n]{0,80}?[,\n])?[ \t]*[\"']?value[\"']?\s*[:=]\s*[\"']?([^\s\"',;]{16,512})",
+    re.IGNORECASE,
+)
+"""A cookie or header listed as name then value (dev tools' ``Name: session_id`` / ``Value: ...``,
+a HAR entry's ``"name": "sid", "value": "..."``), the name one of a session, token or auth value,
+at most one line or one field between them."""
+
+
+def _listed_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
+    """Cookies listed as name / value (:data:`_NAME_VALUE_RE`) and app passwords
+    (:data:`_APP_PASSWORD_RE`)."""
+    if not gated or ("alue" in text and "ame" in text):
+        for m in _NAME_VALUE_RE.finditer(text):
+            value = m.group(2)
+            if _has_letter_and_digit(value) and not is_masked(value) and not _PLACEHOLDER_RE.fullmatch(value):
+                yield "token", m.start(2), m.end(2)
+    if not gated or any(word in text for word in _APP_PASSWORD_LITERALS):
+        for m in _APP_PASSWORD_RE.finditer(text):
+            if _app_password(m.group(1)):
+                yield "password", m.start(1), m.end(1)
+
+
 def _structured_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
     if not gated or "PRIVATE KEY" in text or "PuTTY" in text:
         for m in _PEM_RE.finditer(text):
@@ -168,6 +226,7 @@ def _structured_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
     for m in _BEARER_RE.finditer(text):
         if _has_letter_and_digit(m.group(1)) and not is_masked(m.group(1)):
             yield "token", m.start(1), m.end(1)
+    yield from _listed_spans(text, gated=gated)
     if gated and ("://" not in text or "@" not in text):
         return
     for m in _URL_CREDENTIALS_RE.finditer(text):

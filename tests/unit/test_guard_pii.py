@@ -137,6 +137,7 @@ def test_luhn_valid_card_is_redacted(card: str) -> None:
     [
         "to simulate a decline use 4000 0000 0000 0002; these sandbox numbers never charge",
         "sandbox checkout: use the test card 5555 5555 5555 4444 with any CVC",
+        "Adyen test Mastercard: 5555 3412 4444 1115, expiry 03/30, CVC 737",  # known left, stop 25
         "支付测试用卡号 4000 0566 5566 5556，有效期随便填",
         "card 4111 1111 1111 1112",  # Luhn fails
         "4111111111111112",
@@ -148,6 +149,33 @@ def test_luhn_valid_card_is_redacted(card: str) -> None:
 )
 def test_not_a_card(text: str) -> None:
     assert "bank_card" not in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # blind11 family (2026-12-03), in other words: a registry example IBAN shown as an example
+        "Exemple d'IBAN pour tester le formulaire : FR14 2004 1010 0505 0001 3M02 606",
+        "Beispiel-IBAN aus der Dokumentation: DE89 3704 0044 0532 0130 00",
+        "For example, a UK IBAN looks like GB29 NWBK 6016 1331 9268 19.",
+        "Un ejemplo de IBAN español: ES91 2100 0418 4502 0005 1332",
+        "示例IBAN：NL91ABNA0417164300，仅用于演示格式",
+    ],
+)
+def test_a_published_example_iban_shown_as_an_example_is_not_pii(text: str) -> None:
+    assert "iban" not in types_in(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My IBAN is DE89 3704 0044 0532 0130 00, please send the deposit there.",  # no example word
+        # an example word in the sentence, but not a published example number: a real IBAN
+        "Por ejemplo, para el alquiler usa mi IBAN ES76 2077 0024 0031 0257 5766",
+    ],
+)
+def test_an_iban_not_presented_as_a_published_example_is_pii(text: str) -> None:
+    assert types_in(text) == ["iban"]
 
 
 def test_card_followed_by_a_year_still_found_without_the_year() -> None:
@@ -309,6 +337,11 @@ def test_not_an_email(text: str) -> None:
         "私のパスポートはMZ3318420です",
         "Số hộ chiếu của tôi là C1234567",
         "Αριθμός διαβατηρίου: AK0192837",
+        # blind11 families (2026-12-03), in other words: series and number written apart
+        "Номер загранпаспорта: 71 0938475, выдан в 2030 году",
+        "паспорт 45 07 123456 выдан ОВД района",
+        "Паспорт громадянина: КВ 482913",
+        "Passport no. K 4829173 (expires 2031)",
     ],
 )
 def test_passport_near_keyword_is_redacted(text: str) -> None:
@@ -334,6 +367,8 @@ def test_a_passport_word_inside_another_word_names_no_passport(text: str) -> Non
         "I renewed my passport in 2019",  # no number
         "My passport photo was awful. " + "x" * 60 + " order E12345678",  # too far away
         "passport photo 35X45MM, 2 copies",  # a size, not a serial
+        "passport renewal fee 2024: 75 EUR, 2 photos",  # numbers apart, not a series + number
+        "passport office hours: 09 00-17 00",
     ],
 )
 def test_no_passport_without_keyword_nearby(text: str) -> None:
@@ -634,6 +669,33 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             "the safe app password, slowly: lowercase r, nine, capital T, dollar, w, w, one",
             "lowercase r, nine, capital T, dollar, w, w, one",
         ),
+        # blind11 families (2026-12-03), in other words: one-time codes in more languages
+        ("Ihr Bestätigungscode lautet 482 913. Geben Sie ihn niemandem weiter.", "482 913"),
+        ("Votre code de vérification : 604218", "604218"),
+        ("Il tuo codice di verifica è 339102", "339102"),
+        ("Ваш код подтверждения: 5521", "5521"),
+        ("Mã xác nhận của bạn là 918273", "918273"),
+        ("認証コード：739201（10分間有効）", "739201"),
+        ("인증번호 [492018]를 입력하세요", "492018"),
+        ("Twój kod weryfikacyjny to 882731", "882731"),
+        # PIN shapes a newcomer found (stop 25), in other words
+        ("my pin's 7302, don't forget it", "7302"),
+        ("Card PIN is 5 0 8 1", "5 0 8 1"),
+        # the French abbreviation of "mot de passe"
+        ("mdp du wifi chez mamie c'est Tilleul!94", "Tilleul!94"),
+        # an app password: four groups of four letters, no digit
+        ("outlook app password for the printer: vhtz qmkc wprd ysnb", "vhtz qmkc wprd ysnb"),
+        ("Apple app-specific password: kbdw-rtzq-mhvn-yfpa", "kbdw-rtzq-mhvn-yfpa"),
+        ("应用专用密码 xnfq plwk aziv tmrc，邮件客户端用", "xnfq plwk aziv tmrc"),
+        # a session cookie listed as name / value
+        (
+            "Cookies for shop.example\nName: SESSIONID\nValue: 9c1e77ab04d24f6a9e0b71c3d5f28e44",
+            "9c1e77ab04d24f6a9e0b71c3d5f28e44",
+        ),
+        (
+            '{"name": "remember_token", "domain": ".forum.example", "value": "Zk82mQpL0xR7tYw3Vb5n"}',
+            "Zk82mQpL0xR7tYw3Vb5n",
+        ),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -673,6 +735,16 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Changed my password yesterday. It is 2024 after all, time for a new one.",
         "Locked out of my password again. It is 100% on me.",
         "keep all your passwords in Vaultly Pro, it syncs everywhere",
+        # blind11 families (2026-12-03), in other words: the same words without a live value
+        "El código de seguridad de la tarjeta está en el reverso.",
+        "Le code de validation du formulaire est obligatoire.",
+        "mdp oublié ? clique sur le lien pour le réinitialiser",
+        "Your app password will look like this: xxxx xxxx xxxx xxxx",
+        "An app password looks like abcd efgh ijkl mnop; paste it without the spaces",
+        "Create an app password in Settings > Security > App passwords.",
+        "Name: theme\nValue: dark-mode-2024-compact-view",
+        "the pin's head is 3 mm wide",
+        "Name: session_id\nValue: <your-session-id-here>",
         "电子发票校验码 11234 56789 01234 56789，请核对",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
