@@ -129,10 +129,18 @@ _YOU_RE: Final = re.compile(
 )
 
 
+_LOG_STATUS_RE: Final = re.compile(r"(?<![^\W\d_])(?:accept\w*|confirm\w*)(?![^\W\d_])", re.IGNORECASE)
+"""Endorsement words that a log line uses for a status ("Accepted publickey for jdoe", "payment
+confirmed"): in a log line they endorse nothing unless the line names the user."""
+
+
 def _claim_in_log(message: str) -> bool:
     """A log message that may carry a claim: it names the user (any word for them, "you") or endorses
-    something ("... always banks with Acme Trust")."""
-    return bool(_ABOUT_USER_ANY_RE.search(message) or _YOU_RE.search(message) or _ENDORSE_RE.search(message))
+    something ("... always banks with Acme Trust"); "accepted" and "confirmed" are a log's statuses
+    (sshd's "Accepted publickey for jdoe", repeated for every login)."""
+    if _ABOUT_USER_ANY_RE.search(message) or _YOU_RE.search(message):
+        return True
+    return _ENDORSE_RE.search(_LOG_STATUS_RE.sub(" ", message)) is not None
 
 
 _UNIT_RE: Final = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[0-9]+[A-Za-z]*|[\u3400-\u9fff]")
