@@ -384,7 +384,8 @@ def test_a_service_repeating_a_status_in_its_log_is_not_repetition_but_a_log_abo
     # blind9 family (2026-12-03), in other words
     status = "\n".join(f"2026-11-30 04:1{n}:00,120 WARN cache miss for thumbnails/batch" for n in range(5))
     syslog = "\n".join(f"Nov 30 04:1{n}:07 pi cron[88]: (root) CMD (sync-photos.sh)" for n in range(4))
-    # a newcomer's finding (2026-12-03), in other words: "Accepted" / "confirmed" are a log's statuses
+    # "Accepted" / "confirmed" are a log's statuses (stop 25's newcomer found auth logs quarantined; a
+    # line saying "user jdoe" names a user and still counts)
     logins = "\n".join(
         f"Dec 03 0{n}:00:01 nas sshd[81{n}]: Accepted publickey for mlee from 10.0.0.7" for n in range(4)
     )
