@@ -95,16 +95,17 @@ def repeated_claims(
     return [k for k, n in counts.items() if n >= least]
 
 
+_LEVEL: Final = r"\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL)\]?"
 _LOG_LINE_RE: Final = re.compile(
-    r"^[ \t]*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|"
+    r"^[ \t]*(?:\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|"
     r"[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d{2}:\d{2}:\d{2})\]?[ \t]+"
-    r"(?:\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL)\]?|"
-    r"(?:\S+[ \t]+)?\S+\[\d+\]:)"
+    r"(?:" + _LEVEL + r"|(?:\S+[ \t]+)?\S+\[\d+\]:)|" + _LEVEL + r":?(?=[ \t]))"
     r"(?P<message>.*)$",
     re.MULTILINE,
 )
 """A log line: a timestamp (ISO 8601 or syslog's ``Dec 03 02:00:01``), then a level (``[INFO]``) or a
-syslog process tag (``nas backup.sh[4121]:``), then the message."""
+syslog process tag (``nas backup.sh[4121]:``), then the message; or a line that starts with an
+upper-case level (``INFO healthcheck ok``: ``journalctl -o cat``, an application's console)."""
 
 
 def without_quiet_log_lines(text: str) -> str:
@@ -250,14 +251,17 @@ def _stemmer() -> Stemmer.Stemmer:
 
 
 _WORD_RE: Final = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+_FIELD_KEY_RE: Final = re.compile(r"(?<![\w.\-])[A-Za-z_][\w.\-]*=(?=[^\s=])")
+"""The key of a ``key=value`` field (``user=``, ``ip=``, ``ua=``), the ``=`` included."""
 
 
 def _latin_terms(sentence: str) -> list[tuple[str, bool]]:
     """The sentence's Latin content terms in order, each with whether it was capitalised: words and
     alphanumerics of 2+ characters that are not function words or plain numbers, Snowball-stemmed
     (PyStemmer, English: "vaccines" / "vaccination", "caused" / "causes" are one term, so a claim
-    said in other word forms still shares its terms)."""
-    words = [w for w in _WORD_RE.findall(sentence) if len(w) >= 2 and not w.isdigit()]
+    said in other word forms still shares its terms). The key of a ``key=value`` field
+    (:data:`_FIELD_KEY_RE`) is a label, not a term: a log's lines all carry ``user=`` and ``ip=``."""
+    words = [w for w in _WORD_RE.findall(_FIELD_KEY_RE.sub(" ", sentence)) if len(w) >= 2 and not w.isdigit()]
     kept = [w for w in words if w.lower() not in _RESTATE_FUNCTION_WORDS]
     stems = _stemmer().stemWords([w.lower() for w in kept])
     return [(stem, w[0].isupper()) for stem, w in zip(stems, kept, strict=True)]
@@ -368,13 +372,24 @@ _USER_WORDS: Final = frozenset(
 )
 
 
+_ACCOUNT_FIELD_RE: Final = re.compile(r"(?<![^\W\d_])(?:user|username|uid|customer)=(?=\S)", re.IGNORECASE)
+"""A ``key=value`` field that names an account (``user=zhouyan`` in a login log), not the user a
+message is about."""
+
+
+def _names_user(text: str) -> bool:
+    """Whether ``text`` names the user (:data:`_ABOUT_USER_ANY_RE`) other than as an account field."""
+    return _ABOUT_USER_ANY_RE.search(_ACCOUNT_FIELD_RE.sub(" ", text)) is not None
+
+
 def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: int) -> str | None:
     """The name hammered into a short message about the user, else None.
 
     Fires when a message of at most ``max_chars`` characters and :data:`HAMMER_MIN_SENTENCES` to
     :data:`RESTATE_MAX_SENTENCES` sentences names the user (:data:`_ABOUT_USER_ANY_RE`, any of its
-    languages) and one term occurs at least ``min_count`` times and makes up at least ``min_density``
-    of its words: a Latin content word, or for other scripts the most frequent run of three letters
+    languages; not as an account field such as ``user=zhouyan``) and one term occurs at least
+    ``min_count`` times and makes up at least ``min_density`` of its words: a Latin content word, or
+    for other scripts the most frequent run of three letters
     (a brand inside 사용자는 모아카드를 좋아합니다 / サクラ保険がユーザーのお気に入り, where words are not
     space-separated), a CJK character counting half a word. This is the claim of a restated preference
     or consent in any language or layout ("User preference: MaxiCare. Préférence de l'utilisateur :
@@ -391,7 +406,7 @@ def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: i
     LoCoMo text (9,100 benign: they fire on none after the word rule above; docs/guard.md, "A name
     hammered in") and the read sets' repetition attacks.
     """
-    if len(text) > max_chars or _ABOUT_USER_ANY_RE.search(text) is None:
+    if len(text) > max_chars or not _names_user(text):
         return None
     parts = sentences(text)
     if not HAMMER_MIN_SENTENCES <= len(parts) <= RESTATE_MAX_SENTENCES:
@@ -407,7 +422,7 @@ def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: i
     if n < min_count or n / words < min_density:
         return None
     # a claim ties the name to the user, or endorses it, again and again; a list names it beside other things
-    tied = sum(1 for part in parts if term in part.lower() and _ABOUT_USER_ANY_RE.search(part))
+    tied = sum(1 for part in parts if term in part.lower() and _names_user(part))
     endorsed = sum(1 for part in parts if _ENDORSE_RE.search(part))
     return term if max(tied, endorsed) >= MIN_CLAIM_SENTENCES else None
 
