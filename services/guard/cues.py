@@ -196,6 +196,48 @@ FAMILIES: Final[dict[str, Family]] = {
     ),
 }
 
+OTHER_LANGUAGES: Final[dict[str, str]] = {
+    # The same concepts in the other languages users and attackers write in (German, French, Spanish,
+    # Portuguese, Italian, Dutch, Polish, Russian, Turkish, Japanese, Korean, Vietnamese, Indonesian),
+    # general vocabulary as above; literals separated by "|" (they may hold spaces), matched as
+    # substrings of the normalised text like the Chinese terms. More Chinese terms of safety topics.
+    "ai_reader": "assistent|ki-assistent|asistente|assistente|ассистент|ии-помощник|アシスタント|"
+    "エージェント|チャットボット|어시스턴트|에이전트|챗봇|trợ lý ảo|asisten ai",
+    "memory_write": "merke dir|merk dir|speichere|vermerke|mémorise|retiens que|enregistre|memoriza|"
+    "recuerda que|anota que|memorize|lembre-se|memorizza|ricorda che|onthoud|zapamiętaj|запомни|сохрани|"
+    "запиши|unutma|覚えて|記憶して|保存して|登録して|記録して|기억해|저장해|기록해|등록해|hãy nhớ|ingat",
+    "memory_target": "gedächtnis|mémoire|memoria|memória|geheugen|pamięć|памят|hafıza|長期記憶|記憶に|"
+    "プロフィール|장기 기억|기억에|프로필|bộ nhớ|ingatan",
+    "persistence": "ab sofort|von nun an|von jetzt an|künftig|zukünftig|dauerhaft|désormais|dorénavant|"
+    "à partir de maintenant|à l'avenir|a partir de ahora|de ahora en adelante|en adelante|a partir de agora|"
+    "de agora em diante|daqui em diante|d'ora in poi|da ora in poi|d'ora in avanti|vanaf nu|voortaan|"
+    "od teraz|od tej chwili|отныне|с этого момента|впредь|во всех будущих|bundan sonra|bundan böyle|"
+    "今後すべて|今後は|これからは|永続|以降すべて|すべての会話|全ての会話|지금부터|앞으로도|앞으로 모든|"
+    "모든 대화|계속 적용|영구|từ giờ|từ nay|mulai sekarang|seterusnya",
+    "authority": "administrator|administrateur|administrador|amministratore|администратор|systemhinweis|"
+    "avis système|aviso del sistema|aviso do sistema|системное уведомление|sicherheitsteam|"
+    "équipe de sécurité|equipo de seguridad|служба безопасности|管理者|システム通知|運営事務局|"
+    "관리자|시스템 공지|운영팀|공식",
+    "precedence": "vorrang|hat priorität|priorité sur|prioridad sobre|prioridade sobre|priorità su|"
+    "приоритет над|ignoriere|ignore les|ignora las|ignore as|ignora le|игнорируй|優先して|無視して|"
+    "우선합니다|무시하고",
+    "concealment": "ohne zu fragen|ohne rückfrage|ohne bestätigung|sans demander|sans confirmation|"
+    "sin preguntar|sin confirmación|sem perguntar|sem confirmação|senza chiedere|senza conferma|"
+    "не спрашивая|без подтверждения|sormadan|確認せずに|知らせずに|黙って|묻지 말고|확인하지 말고|"
+    "알리지 말고|不需要再联系|无需联系|不用联系|不需要确认|无需征得",
+    "promotion": "empfiehl|empfehle|recommande|recomienda|recomende|raccomanda|рекомендуй|öner|勧め|"
+    "おすすめ|推奨|추천|권장",
+    "correction": "irrtümlich|fehlerhaft|ungültig|nicht mehr|erroné|invalide|ne plus|erróneo|inválido|"
+    "ya no|errado|não mais|errato|non più|ошибочн|недействител|больше не|誤り|間違い|無効|取り消|"
+    "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用",
+    "safety_topic": "allergie|alergia|allergia|аллерги|alerji|アレルギー|알레르기|medikament|médicament|"
+    "medicamento|farmaco|лекарств|薬|복용|notfallkontakt|contact d'urgence|contacto de emergencia|"
+    "contato de emergência|contatto di emergenza|экстренн|緊急連絡先|비상 연락처|보호자|紧急联系人|"
+    "接走|接送|住址|家庭地址|收货地址|bankverbindung|compte bancaire|cuenta bancaria|"
+    "conta bancária|conto corrente|банковск|口座|계좌",
+}
+"""Literals per family in more languages (joined to :data:`FAMILIES` at build time)."""
+
 _WORD_RE: Final = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _QUOTED_RE: Final = re.compile(r"\"[^\"\n]{6,}\"|“[^”\n]{4,}”|「[^」\n]{4,}」")
 _PAIRS: Final[tuple[tuple[str, str, str], ...]] = (
@@ -241,6 +283,9 @@ def _build() -> tuple[
         for pattern in (*family.phrases, *family.prefixes):
             english[pattern].add(name)
         for term in family.chinese:
+            literal[term.lower()].add(name)
+    for name, terms in OTHER_LANGUAGES.items():
+        for term in terms.split("|"):
             literal[term.lower()].add(name)
     return _automaton(english), _automaton(literal)
 
