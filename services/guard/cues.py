@@ -3,7 +3,8 @@ combines (issue 10 item 2; A-MemGuard's observation that poisoned records are *i
 the memory* rather than facts about the user).
 
 Character n-grams see phrasings; cues see concepts across phrasings. Each cue is a family of
-English and Chinese words for one concept; a text either shows the concept or not. The classifier
+English and Chinese words for one concept, with literals in thirteen more languages
+(:data:`OTHER_LANGUAGES`); a text either shows the concept or not. The classifier
 learns their weights per source group, so "remember" from the user and "remember" inside a web
 page can weigh differently. A few conjunctions (``ai+memory`` ...) let the linear model score the
 combination higher than its parts.
