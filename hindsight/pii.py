@@ -560,7 +560,7 @@ def _test_card(text: str, start: int, end: int) -> bool:
 def _detect_bank_card(text: str) -> Iterator[_Span]:
     for m in _CARD_RE.finditer(text):
         candidate = m.group()
-        if _test_card(text, m.start(), m.end()):
+        if _test_card(text, m.start(), m.end()) or _inside_iban(text, m.start(), m.end()):
             continue
         if _card_ok(candidate):
             yield "bank_card", m.start(), m.end()
@@ -608,6 +608,7 @@ EXAMPLE_IBANS: Final[frozenset[str]] = frozenset(
         "CY17002001280000001200527600",
         "CZ6508000000192000145399",
         "DE02120300000000202051",
+        "DE75512108001245126199",
         "DE44500105175407324931",
         "DE89370400440532013000",
         "DK5000400440116243",
@@ -618,7 +619,9 @@ EXAMPLE_IBANS: Final[frozenset[str]] = frozenset(
         "FI2112345600000785",
         "FO6264600001631634",
         "FR1420041010050500013M02606",
+        "FR7630006000011234567890189",
         "GB29NWBK60161331926819",
+        "GB33BUKB20201555555555",
         "GB82WEST12345698765432",
         "GE29NB0000000101904917",
         "GI75NWBK000000007099453",
@@ -691,6 +694,17 @@ def _example_iban(text: str, start: int, end: int) -> bool:
     )
 
 
+def _inside_iban(text: str, start: int, end: int) -> bool:
+    """Whether ``[start, end)`` lies inside a valid IBAN (its digit groups can pass Luhn as a card:
+    ``DE75 5121 0800 1245 1261 99``); an example IBAN left unredacted must not become a card."""
+    if "IBAN" not in text.upper() and not _IBAN_RE.search(text, max(0, start - 12), end):
+        return False
+    return any(
+        m.start(1) <= start and end <= m.end(1) and iban_valid(m.group(1))
+        for m in _IBAN_RE.finditer(text, max(0, start - 50), min(len(text), end + 50))
+    )
+
+
 def _detect_iban(text: str) -> Iterator[_Span]:
     for m in _IBAN_RE.finditer(text):
         if iban_valid(m.group(1)) and not _example_iban(text, m.start(1), m.end(1)):
@@ -708,15 +722,16 @@ _PASSPORT_KEYWORD_RE: Final = re.compile(
 )
 _PASSPORT_NUMBER_RE: Final = re.compile(
     r"(?<![0-9A-Za-z])(?:[A-Z]{1,2}[ -]?[0-9]{6,8}|[0-9]{9}|[0-9]{2}[ -][0-9]{7}|"
-    r"[0-9]{2} ?[0-9]{2}[ -][0-9]{6}|[А-ЯЁ]{2}[ -]?[0-9]{6}|"
+    r"[0-9]{2} ?[0-9]{2}[ -][0-9]{6}|[0-9]{2} ?[0-9]{2},?\s*(?:номер|№)\s*[0-9]{6}|[А-ЯЁ]{2}[ -]?[0-9]{6}|"
     r"(?=(?:[A-Z]*[0-9]){3})(?=[0-9]*[A-Z])[A-Z0-9]{9})(?![0-9A-Za-z])"
 )
 """One or two letters and 6-8 digits, the letters optionally set apart by a space or hyphen
 (China's E12345678, India's Z1234567, Brazil's FZ123456, the UK's and many others' two letters + 7
 digits), 9 digits, a series and number written apart (Russia's international ``75 4812937``: 2 + 7
-digits; its internal ``45 07 123456``: 4 + 6), two Cyrillic letters and 6 digits (Ukraine's and
-Belarus's older booklets, ``КВ 123456``), or 9 upper-case letters and digits with 3+ digits (German
-``C01X7RT42``-style serials); only beside a passport word."""
+digits; its internal ``45 07 123456``: 4 + 6, also written ``серия 45 07 номер 123456``), two
+Cyrillic letters and 6 digits (Ukraine's and Belarus's older booklets, ``КВ 123456``), or 9
+upper-case letters and digits with 3+ digits (German ``C01X7RT42``-style serials); only beside a
+passport word."""
 PASSPORT_WINDOW_BEFORE: Final[int] = 24
 """Characters before a passport keyword searched for a number ("E12345678 is my passport"; ours)."""
 PASSPORT_WINDOW_AFTER: Final[int] = 48

@@ -27,11 +27,25 @@ _CODE_IS_RE: Final = re.compile(
 messy" are left to the access-code rules and prose)."""
 
 
+_SMS_CODE_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z])(?:(?:use|enter)\s+)?(?:[A-Z]-)?([0-9]{4,8})(?![0-9])\s+(?:is|as)\s+your\s+"
+    r"(?:[A-Z][\w.&-]*\s+){0,3}(?:verification|security|login|sign-?in|one[\s-]time|otp|2fa|auth\w*|"
+    r"confirmation|access)\s+(?:code|pin|password)",
+    re.IGNORECASE,
+)
+"""A one-time code before its words, as most text messages put it ("482913 is your Facebook
+confirmation code", "G-482913 is your Google verification code", "Use 482913 as your verification
+code"): in this form a confirmation code is the sign-in code, not a booking's."""
+
+
 def _code_is_spans(text: str) -> Iterator[_Span]:
     for m in _CODE_IS_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
         if typed_made_up(value) and not _NOT_ACCESS_CODE_RE.search(text, max(0, m.start() - 24), m.start()):
             yield "password", m.start(1), m.start(1) + len(value)
+    if "your" in text or "Your" in text or "YOUR" in text:
+        for m in _SMS_CODE_RE.finditer(text):
+            yield "password", m.start(1), m.end(1)
 
 
 _OBJECT_CODE_RE: Final = re.compile(

@@ -38,6 +38,7 @@ from hindsight.secrets.spoken import _read_out
 from hindsight.secrets.stopwords import _STOP_VALUES
 from hindsight.secrets.values import (
     _TRAILING,
+    _TYPED_SYMBOLS,
     MIN_ENTROPY_BITS,
     SecretType,
     _has_letter_and_digit,
@@ -378,6 +379,8 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
     if digits is not None and _STANDARD_BEFORE_RE.search(text, max(0, digits.start(1) - 12), digits.start(1)):
         digits = None  # "校验码按 GB 11643 计算": a standard's number
+    if digits is not None and _not_the_code(text, m, digits.start(1)):
+        digits = None
     if digits is not None and (found := _accept(text, m, digits.start(1), digits.group(1), ":")) is not None:
         return found
     if _PASSPHRASE_WORD_RE.fullmatch(m.group(0)):
@@ -391,6 +394,36 @@ _IDENTIFIER_BEFORE_RE: Final = re.compile(
     r"number|no\.?|id|型号|版本|房间|工单|订单|编号)[\s:#：]*(?:is\s+|was\s+)?$",
     re.IGNORECASE,
 )
+_CODE_BESIDE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:account|acct|invoice|receipt|attempt|error|fehler|erreur|errore|ending(?:\s+(?:in|with))?|"
+    r"ends\s+(?:in|with)|endet\s+auf|termin(?:e|a|ando)\s+(?:par|en|em|in)|заканчивающ\w*\s+на|номер|nummer|"
+    r"numéro|número|numero)[\s:#：=№-]*$|(?:番号|号码|尾号|订单号|受付番号)[\s:#：]*$|"
+    r"(?<![^\W\d_])(?:pr|ticket|case|ref|order|room|number|no\.?|id)[\s:#：=]*$",
+    re.IGNORECASE,
+)
+"""Words right before a number that make it something else than the code a PIN word names: a card's
+or phone's last digits ("ending in 4417", "заканчивающийся на 4417", "尾号 4417"), an account, order,
+ticket, error or receipt number ("for account 88123456", "(Fehler 4012)", "受付番号 482913")."""
+_CODE_STATUS_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:invalid|mismatch\w*|fail(?:ed|s|ure)?|wrong|incorrect|expired|attempts?|sent\s+to|"
+    r"was\s+sent|requested|must\s+not|should\s+not|never|falsch|ungültig|abgelaufen|angefordert|gesendet|"
+    r"incorrecto|inválid[oa]|errón[eo]a?|enviado|envoyé|incorrect|expiré|неверн\w*|истек\w*|отправлен\w*)"
+    r"(?![^\W\d_])|失败|错误|無効|間違|발송",
+    re.IGNORECASE,
+)
+"""Words between a PIN word and a number that tell of the code without giving it: a failed or expired
+code, one sent elsewhere or requested, a rule ("must not be 1234")."""
+_PUBLIC_PIN_BEFORE_RE: Final = re.compile(r"(?<![^\W\d_])(?:default|factory|standard)[\s-]*$", re.IGNORECASE)
+"""A default or factory PIN ("the default PIN for most headsets is 0000") is public."""
+
+
+def _not_the_code(text: str, m: re.Match[str], start: int) -> bool:
+    """Whether the number at ``start``, in the clause after the PIN word of ``m``, is not that code:
+    :data:`_CODE_BESIDE_RE` right before it or :data:`_CODE_STATUS_RE` between the word and it."""
+    if _CODE_BESIDE_RE.search(text, max(m.end(), start - 32), start):
+        return True
+    return _CODE_STATUS_RE.search(text, m.end(), start) is not None
+
 
 LATER_VALUE_WINDOW: Final[int] = 100
 """Characters after a password word searched for a made-up value when nothing closer was one (ours:
@@ -512,10 +545,13 @@ _USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
 def _names_no_value(text: str, m: re.Match[str]) -> bool:
     """The credential word names no value here: it is a URL's password itself, a template's placeholder
     (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; a test card's CVV in a payment
-    provider's docs ("Sandbox test cards: Visa 4111 ..., CVV 123")."""
+    provider's docs ("Sandbox test cards: Visa 4111 ..., CVV 123"); a default PIN ("the default PIN
+    for most headsets is 0000": public)."""
     if text.startswith("@", m.end()) and _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start()):
         return True
     if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
+        return True
+    if _kw_kind(m) == "pin" and _PUBLIC_PIN_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()):
         return True
     return m.group(0).lower().startswith(("cvv", "cvc")) and _beside_a_test_card(text, m)
 
@@ -525,6 +561,28 @@ def _beside_a_test_card(text: str, m: re.Match[str]) -> bool:
         return False
     digits = re.sub(r"[ \-]", "", text)
     return any(card in digits for card in TEST_CARDS)
+
+
+def _mixed_or_typed(value: str) -> bool:
+    """Upper and lower case, or a typed symbol (``!@#$%^&*?~_``): what a value after the ambiguous
+    "mdp" (French "mot de passe", or a Markov decision process) must show to be a password."""
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return mixed or any(c in _TYPED_SYMBOLS or c == "_" for c in value)
+
+
+def _keyword_value(text: str, m: re.Match[str]) -> _Span | None:
+    """The value credential word ``m`` names: a Wi-Fi key, a command-line option's value or
+    :func:`_value_for`; after "mdp" only a value of :func:`_mixed_or_typed` shape ("mdp: gridworld-v3":
+    in machine learning an MDP is a Markov decision process)."""
+    word = m.group(0).lower()
+    if word == "key":
+        return _wifi_key(text, m)
+    if word in _OPTION_WORDS or (word == "pass" and text.startswith("--", m.start() - 2)):
+        return _option_value(text, m)
+    found = _value_for(text, m)
+    if found is not None and word == "mdp" and not _mixed_or_typed(text[found[1] : found[2]]):
+        return None
+    return found
 
 
 def _keyword_spans(text: str) -> Iterator[_Span]:
@@ -541,14 +599,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             continue
         if _names_no_value(text, m):
             continue
-        word = m.group(0).lower()
-        if word == "key":
-            found = _wifi_key(text, m)
-        elif word in _OPTION_WORDS or (word == "pass" and text.startswith("--", m.start() - 2)):
-            found = _option_value(text, m)
-        else:
-            found = _value_for(text, m)
-        if found is not None:
+        if (found := _keyword_value(text, m)) is not None:
             yield found
     for g in _GLUED_RE.finditer(text):
         glued = g.group(1).rstrip(_TRAILING)

@@ -30,12 +30,14 @@ _EN_PASSWORD: Final = (
     # other languages: de, es, fr, pt, nl, it, ru (the words users write before a password)
     r"passwort|kennwort|contrase(?:ñ|n)a|clave|mot\s+de\s+passe|mdp|senha|wachtwoord|parola\s+d'ordine|пароль|"
     # one-time and verification codes in those languages (SMS and e-mail wording of banks and apps)
-    r"c[oó]digo\s+de\s+(?:verificaci[oó]n|verifica[cç][aã]o|seguridad|seguran[cç]a|acceso|acesso)|"
+    r"c[oó]digo\s+de\s+(?:verificaci[oó]n|verifica[cç][aã]o|seguridad|seguran[cç]a|acceso|acesso|un\s+solo\s+uso)|"
     r"code\s+de\s+(?:v[ée]rification|s[ée]curit[ée]|validation)|code\s+d'acc[èe]s|"
     r"(?:best[äa]tigungs|sicherheits|verifizierungs|freigabe)code|"
     r"codice\s+(?:di\s+(?:verifica|sicurezza|accesso)|otp)|verificatiecode|beveiligingscode|"
     r"kod\s+(?:weryfikacyjny|sms|dost[eę]pu)|код\s+(?:подтверждения|из\s+смс|доступа)|проверочный\s+код|"
-    r"doğrulama\s+kodu|mã\s+(?:xác\s+(?:nhận|thực)|otp)|kode\s+(?:verifikasi|otp|akses)|"
+    r"doğrulama\s+kod\w*|mã\s+(?:xác\s+(?:nhận|thực|minh)|otp)|kode\s+(?:verifikasi|otp|akses)|"
+    r"verifieringskod\w*|engångskod\w*|bekræftelseskode|verifiseringskode|vahvistuskoodi|"
+    r"κωδικ(?:ός|ό|ού)\s+επαλήθευσης|"
     # and sv, da/no, fi, cs/sk, pl, hu, ro, tr, el, vi, id, hi, ar, fa, he, th
     # (inflected: "lösenordet", "hasła", "şifrem", "jelszavam", "κωδικού")
     r"lösenord\w*|losenord\w*|adgangskode\w*|passord\w*|salasan\w*|hesl[oa]\w*|has[łl][oae]\w*|haśle|jelsz\w*|"
@@ -46,7 +48,7 @@ _EN_PASSWORD: Final = (
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
     r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|암호|密保答案|"
-    r"認証コード|確認コード|인증\s?번호|인증\s?코드|رمز\s+(?:التحقق|التفعيل)"
+    r"认证码|認証コード|確認コード|인증\s?번호|인증\s?코드|رمز\s+(?:التحقق|التفعيل)"
 )
 _EN_KEY: Final = (
     r"api[\s_\-]?keys?|api[\s_\-]?secret|secret[\s_\-]?(?:access[\s_\-]?)?keys?|client[\s_\-]?secret|"
@@ -293,10 +295,13 @@ def _kw_kind(m: re.Match[str]) -> str:
             "配对码",
             "提取码",
             "授权码",
+            "认证码",
             # the one-time and verification codes of other languages (above)
             "código",
             "codice",
-            "kod ",
+            "kod",
+            "kood",
+            "κωδικ",
             "код",
             "kode ",
             "mã ",

@@ -156,11 +156,20 @@ _APP_PASSWORD_RE: Final = re.compile(
     r"(?:app(?:lication)?[\s\-]?(?:specific[\s\-])?pass(?:words?|wort|codes?)|"
     r"mot\s+de\s+passe\s+d'application|contrase(?:ñ|n)a\s+de\s+(?:la\s+)?aplicaci[oó]n|"
     r"senha\s+de\s+app|应用专用密码|应用密码|アプリ\s?パスワード|앱\s?비밀번호)"
-    r"[^\n]{0,60}?(?<![A-Za-z])([a-z]{4}([ \-]?)[a-z]{4}\2[a-z]{4}\2[a-z]{4})(?![A-Za-z])",
+    r"[^\n]{0,60}?(?<![A-Za-z])"
+    r"((?-i:[a-z]{4})([ \-]?)(?-i:[a-z]{4})\2(?-i:[a-z]{4})\2(?-i:[a-z]{4}))(?![A-Za-z])",
     re.IGNORECASE,
 )
 """An app-password word, then within the line four groups of four lower-case letters (Google's
-"App passwords" show ``xxxx xxxx xxxx xxxx``; Apple's app-specific passwords are ``xxxx-xxxx-xxxx-xxxx``)."""
+"App passwords" show ``xxxx xxxx xxxx xxxx``; Apple's app-specific passwords are ``xxxx-xxxx-xxxx-xxxx``),
+the letters in lower case as both show them."""
+_APP_EXAMPLE_RE: Final = re.compile(
+    r"(?<![A-Za-z])(?:e\.g\.|for\s+example|example|sample|looks?\s+like|such\s+as|placeholder|format)(?![A-Za-z])|"
+    r"例如|比如|示例|格式",
+    re.IGNORECASE,
+)
+"""Words that present four letter groups as the format's example ("App passwords look like this: cwtf
+bnmq plhd zkxs (sample)"), searched from the app-password word to 40 characters after the value."""
 _APP_PASSWORD_LITERALS: Final = ("pass", "Pass", "PASS", "ontrase", "senha", "应用", "アプリ", "앱")
 """One of these is in every text :data:`_APP_PASSWORD_RE` matches (a substring test gates the regex)."""
 
@@ -190,17 +199,44 @@ a HAR entry's ``"name": "sid", "value": "..."``), the name one of a session, tok
 at most one line or one field between them."""
 
 
+HEX_MIN_ENTROPY_BITS: Final[float] = 3.0
+"""Least entropy per character of a hex cookie value (ours: of 16 symbols a random 32-digit run
+measures ~3.4-3.9; a hex word such as ``deadbeefcafe`` far less)."""
+
+
+def _generated(value: str) -> bool:
+    """A cookie value that looks generated: letters and digits, not made of words or a date
+    (``oauth2-google-v1``, ``2024-05-01T10:22:31.000Z``, ``customer-support-chat-2024`` are
+    settings), and at least :data:`MIN_ENTROPY_BITS` bits per character over its letters and digits
+    (:data:`HEX_MIN_ENTROPY_BITS` for hex)."""
+    core = "".join(c for c in value if c.isalnum())
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", value) if p]
+    if all(p.isalpha() or p.isdigit() for p in parts):
+        return False  # words and numbers joined: "customer-support-chat-2024"
+    # hex carries at most 4 bits a character: a 32-digit session id measures ~3.4-3.9
+    least = HEX_MIN_ENTROPY_BITS if all(c in "0123456789abcdefABCDEF" for c in core) else MIN_ENTROPY_BITS
+    return (
+        len(core) >= 16
+        and _has_letter_and_digit(core)
+        and not _word_shaped(value)
+        and not _looks_like_id(value)
+        and entropy(core) >= least
+    )
+
+
 def _listed_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
     """Cookies listed as name / value (:data:`_NAME_VALUE_RE`) and app passwords
     (:data:`_APP_PASSWORD_RE`)."""
     if not gated or ("alue" in text and "ame" in text):
         for m in _NAME_VALUE_RE.finditer(text):
-            value = m.group(2)
-            if _has_letter_and_digit(value) and not is_masked(value) and not _PLACEHOLDER_RE.fullmatch(value):
-                yield "token", m.start(2), m.end(2)
+            value = m.group(2).rstrip(_TRAILING)
+            if _generated(value) and not is_masked(value) and not _PLACEHOLDER_RE.fullmatch(value):
+                yield "token", m.start(2), m.start(2) + len(value)
     if not gated or any(word in text for word in _APP_PASSWORD_LITERALS):
         for m in _APP_PASSWORD_RE.finditer(text):
-            if _app_password(m.group(1)):
+            if _app_password(m.group(1)) and not _APP_EXAMPLE_RE.search(
+                text, m.start(), min(len(text), m.end(1) + 40)
+            ):
                 yield "password", m.start(1), m.end(1)
 
 

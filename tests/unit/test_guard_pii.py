@@ -160,10 +160,13 @@ def test_not_a_card(text: str) -> None:
         "For example, a UK IBAN looks like GB29 NWBK 6016 1331 9268 19.",
         "Un ejemplo de IBAN español: ES91 2100 0418 4502 0005 1332",
         "示例IBAN：NL91ABNA0417164300，仅用于演示格式",
+        # a newcomer's (2026-12-03, next session): more published examples; no card inside one either
+        "IBAN (example): GB33 BUKB 2020 1555 5555 55",
+        "Sample IBAN DE75 5121 0800 1245 1261 99 used in our docs",
     ],
 )
 def test_a_published_example_iban_shown_as_an_example_is_not_pii(text: str) -> None:
-    assert "iban" not in types_in(text)
+    assert types_in(text) == []  # neither an IBAN nor a card inside it
 
 
 @pytest.mark.parametrize(
@@ -341,6 +344,7 @@ def test_not_an_email(text: str) -> None:
         "Номер загранпаспорта: 71 0938475, выдан в 2030 году",
         "паспорт 45 07 123456 выдан ОВД района",
         "Паспорт громадянина: КВ 482913",
+        "Паспорт серия 46 11 номер 730215, выдан отделом УФМС",
         "Passport no. K 4829173 (expires 2031)",
     ],
 )
@@ -678,6 +682,14 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("認証コード：739201（10分間有効）", "739201"),
         ("인증번호 [492018]를 입력하세요", "492018"),
         ("Twój kod weryfikacyjny to 882731", "882731"),
+        # a newcomer's misses (2026-12-03, next session), in other words: more code words, the code first
+        ("Doğrulama kodunuz 551902, kimseyle paylaşmayın", "551902"),
+        ("Mã xác minh: 640193", "640193"),
+        ("Ο κωδικός επαλήθευσης σας: 772019", "772019"),
+        ("Din engångskod: 903311", "903311"),
+        ("Tu código de un solo uso es 7720", "7720"),
+        ("731950 is your Uber verification code. Don't share it.", "731950"),
+        ("Use 660192 as your login code", "660192"),
         # PIN shapes a newcomer found (stop 25), in other words
         ("my pin's 7302, don't forget it", "7302"),
         ("Card PIN is 5 0 8 1", "5 0 8 1"),
@@ -744,6 +756,30 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Create an app password in Settings > Security > App passwords.",
         "Name: theme\nValue: dark-mode-2024-compact-view",
         "the pin's head is 3 mm wide",
+        # a newcomer's false positives (2026-12-03, next session), in other words: a number beside a
+        # code word that is not the code (a failure, a status, last digits, an order or ticket number)
+        "2025-01-07T08:00:00Z WARN auth: invalid verification code (attempt 2 of 5) user_id=5521",
+        "INFO PIN changed successfully for card ending 7302",
+        "Bestätigungscode falsch eingegeben (Fehler 5003).",
+        "ERROR otp.verify: verification code mismatch for order 55120093",
+        "Ваш код подтверждения отправлен на номер, заканчивающийся на 9021",
+        "Your verification code was sent to the phone ending in 3318",
+        "PIN reset requested for account 99120455",
+        "I never got the verification code, and my order 5512 is still pending.",
+        "Bestätigungscode angefordert um 09:12, Ticket 77120",
+        "認証コードを入力してください（受付番号 551203）",
+        "my pin's in the drawer next to ticket 7731",
+        "Your new PIN must not be 1234 or 0000.",
+        "The default PIN of the router's WPS is 12345670.",
+        # "mdp" is also a Markov decision process
+        "env:\n  mdp: cartpole-v1\n  episodes: 200",
+        "Our MDP is s0s1s2s3, solved with policy iteration",
+        # cookies whose values are settings, app-password words beside words or an example
+        '{"name": "session_start", "value": "2025-01-07T08:00:00.000Z"}',
+        '{"name": "session_id", "value": "customer-support-chat-2025"}',
+        "Name: auth_method\nValue: oauth2-github-v2",
+        "Outlook app password not accepted; SMTP IMAP sync fail",
+        "Generate an app password, e.g. qzvt mbkd rwph lxcn, and paste it into the mail client.",
         "Name: session_id\nValue: <your-session-id-here>",
         "电子发票校验码 11234 56789 01234 56789，请核对",
         # a block of documentation keys: the word before the first presents the next ones too
