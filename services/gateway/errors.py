@@ -85,6 +85,15 @@ class ConflictError(RequestError):
         super().__init__(message, field=field, fix=fix, status_code=409)
 
 
+class PayloadTooLargeError(RequestError):
+    """Wire code ``payload_too_large`` (HTTP 413): the event is larger than the broker accepts."""
+
+    code = "payload_too_large"
+
+    def __init__(self, message: str, *, field: str, fix: str) -> None:
+        super().__init__(message, field=field, fix=fix, status_code=413)
+
+
 class ItemNotFoundError(RequestError):
     """Wire code ``not_found`` (HTTP 404) for a quarantine item; another tenant's id gives the same."""
 

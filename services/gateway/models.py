@@ -129,6 +129,14 @@ MemoryIdField = Annotated[
 ]
 
 
+MAX_TAGS = 64
+"""Most tags on one retained event (ours: labels, not content; a 3 MB list of tags once reached the
+broker's record limit and failed as an internal error)."""
+TagField = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=NOT_BLANK, description="A label, 1-128 characters.")
+]
+
+
 class RetainRequest(_Body):
     """Something that happened, to remember; it is published to ``memory.interactions.v1`` and
     passes the guard before anything is stored."""
@@ -145,7 +153,9 @@ class RetainRequest(_Body):
     occurred_at: AwareDatetime | None = Field(
         None, description="When it happened, with the user's own UTC offset; default now (UTC)."
     )
-    tags: list[str] = Field(default_factory=list, description="Labels such as 'health'.")
+    tags: list[TagField] = Field(
+        default_factory=list, max_length=MAX_TAGS, description=f"Labels such as 'health'; at most {MAX_TAGS}."
+    )
     scope: str = Field(
         "global",
         pattern=SCOPE,

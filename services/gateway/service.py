@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from hindsight.analytics.store import RecallOwner
 from hindsight.chains import ChainEditor, Loader, ids_of, walk_chain
+from hindsight.errors import OutputRefusedError
 from hindsight.ids import stable_id
 from hindsight.pii import redact
 from hindsight.publisher import BackgroundPublisher
@@ -53,6 +54,7 @@ from services.gateway.errors import (
     ForbiddenError,
     InvalidRequestError,
     NotFoundError,
+    PayloadTooLargeError,
     RecallNotFoundError,
 )
 from services.gateway.forget import ForgetService
@@ -245,6 +247,7 @@ class MemoryService:
         Raises:
             InvalidRequestError: a field is invalid (empty content, naive ``occurred_at``, ...).
             ForbiddenError: a per-agent key used another agent's scope.
+            PayloadTooLargeError: the event is larger than the broker's record limit (HTTP 413).
             StoreUnavailableError: Kafka refused or timed out (retry: same ``event_id`` is safe).
         """
         with observe("retain"):
@@ -267,7 +270,14 @@ class MemoryService:
             )
             publisher = self._resources.publisher()
             publisher.send(Topic.INTERACTIONS, partition_key(event.tenant_id, event.user_id), event)
-            await publisher.flush()
+            try:
+                await publisher.flush()
+            except OutputRefusedError as exc:
+                raise PayloadTooLargeError(
+                    f"the event is larger than the broker accepts ({exc})",
+                    field="content",
+                    fix="send a shorter content (or fewer tags); split a long document into several retains",
+                ) from exc
             return Accepted(event_id=event.event_id)
 
     async def reflect(

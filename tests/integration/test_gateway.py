@@ -560,7 +560,20 @@ async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gate
             "/v1/memories",
             json={"user_id": USER, "session_id": "s", "content": "x", "occurred_at": "2026-03-02T09:30:00"},
         )
+        # a newcomer's finding (2026-12-03): 3,000 tags of 1,000 characters reached the broker's record
+        # limit and came back as a 500 "retry"; tags are labels, bounded like every other field
+        many = await client.post(
+            "/v1/memories",
+            json={"user_id": USER, "session_id": "s", "content": "x", "tags": [f"t{i}" for i in range(65)]},
+        )
+        long_tag = await client.post(
+            "/v1/memories", json={"user_id": USER, "session_id": "s", "content": "x", "tags": ["t" * 129]}
+        )
     assert resp.status_code == 202, resp.text
+    assert many.status_code == 422, many.text
+    assert many.json()["error"]["field"] == "tags"
+    assert long_tag.status_code == 422, long_tag.text
+    assert long_tag.json()["error"]["field"].startswith("tags")
     event_id = resp.json()["event_id"]
     assert resp.json()["status"] == "accepted"
     assert foreign_scope.status_code == 403
