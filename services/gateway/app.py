@@ -34,6 +34,7 @@ from hindsight.settings import AllSettings, exit_on_config_error
 from services.gateway import console, http
 from services.gateway.auth import ApiKeys
 from services.gateway.errors import wire_error
+from services.gateway.limits import BodySizeLimit
 from services.gateway.mcp_server import build_mcp_server
 from services.gateway.models import finish_schema
 from services.gateway.service import MemoryService
@@ -137,6 +138,7 @@ def _assemble(
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     http.install(app)
     console.install(app)
     app.router.routes.append(

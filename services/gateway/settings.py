@@ -55,6 +55,12 @@ class GatewaySettings(BaseSettings):
     token_budget: int = Field(
         2000, ge=1, description="Default most tokens of memory text per recall response."
     )
+    max_body_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body (Content-Length) read; a larger one is refused with 413 before it "
+        "is read (a retain's content is at most 100,000 characters, ~400 KB of UTF-8).",
+    )
     keep_alive_s: int = Field(
         75,
         ge=1,
