@@ -296,12 +296,12 @@ def export_schemas(out: Annotated[Path, typer.Option(help="Output folder.")] = P
         typer.echo(str(path))
 
 
-def _kafka(bootstrap: str | None) -> str:
+def _kafka(bootstrap: str | None, data_dir: Path | None = None) -> str:
     """``--bootstrap``, else ``HINDSIGHT_KAFKA_BOOTSTRAP``, else the broker of the ``hindsight up``
-    running on the data directory."""
+    running on the data directory (``--data-dir``, else ``HINDSIGHT_DATA_DIR``)."""
     from services.cli import discovery  # noqa: PLC0415
 
-    cfg = _settings(None, None)
+    cfg = _settings(data_dir, None)
     running = discovery.find(cfg.runtime.data_dir)
     value = bootstrap or cfg.kafka.bootstrap or (running.bootstrap if running is not None else "")
     if not value:
@@ -319,6 +319,10 @@ BootstrapOpt = Annotated[
     typer.Option(
         help="Kafka host:port (default HINDSIGHT_KAFKA_BOOTSTRAP, else the running 'hindsight up')."
     ),
+]
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(help="The data directory of the running 'hindsight up' (default HINDSIGHT_DATA_DIR)."),
 ]
 
 
@@ -359,13 +363,18 @@ def dlq_list(
     *,
     stage: Annotated[str | None, typer.Option(help="Only this stage.")] = None,
     bootstrap: BootstrapOpt = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
-    """One JSON line per distinct dead letter (id, stage, error, source, copies, reason), oldest first."""
+    """One JSON line per distinct dead letter (id, stage, error, source, copies, reason), oldest first;
+    "no dead letters" on stderr when there is none."""
     from services.cli import dlq  # noqa: PLC0415
 
     try:
-        for entry in asyncio.run(dlq.load(_kafka(bootstrap), stage=stage)):
+        entries = asyncio.run(dlq.load(_kafka(bootstrap, data_dir), stage=stage))
+        for entry in entries:
             typer.echo(json.dumps(entry.summary(), ensure_ascii=False))
+        if not entries:
+            typer.echo("no dead letters" + (f" of stage {stage}" if stage else ""), err=True)
     except HindsightError as exc:
         raise _fail(exc) from exc
 
@@ -374,12 +383,13 @@ def dlq_list(
 def dlq_show(
     dead_letter_id: Annotated[str, typer.Argument(help="<partition>:<offset>")],
     bootstrap: BootstrapOpt = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
     """The whole dead letter, original record decoded, as indented JSON."""
     from services.cli import dlq  # noqa: PLC0415
 
     try:
-        (entry,) = dlq.find(asyncio.run(dlq.load(_kafka(bootstrap))), [dead_letter_id])
+        (entry,) = dlq.find(asyncio.run(dlq.load(_kafka(bootstrap, data_dir))), [dead_letter_id])
     except HindsightError as exc:
         raise _fail(exc) from exc
     typer.echo(json.dumps(entry.detail(), indent=2, ensure_ascii=False))
@@ -393,6 +403,7 @@ def dlq_replay(
     stage: Annotated[str | None, typer.Option(help="With --all: only this stage.")] = None,
     fixed: Annotated[Path | None, typer.Option(help="Replay this file's bytes instead (one id).")] = None,
     bootstrap: BootstrapOpt = None,
+    data_dir: DataDirOpt = None,
 ) -> None:
     """Republish dead letters to their source topics (original key; safe to repeat)."""
     from services.cli import dlq  # noqa: PLC0415
@@ -400,7 +411,7 @@ def dlq_replay(
     try:
         if not ids and not all_letters:
             raise ConfigurationError("name dead letter ids (see `hindsight dlq list`) or pass --all")
-        kafka = _kafka(bootstrap)
+        kafka = _kafka(bootstrap, data_dir)
         entries = asyncio.run(dlq.load(kafka, stage=stage))
         chosen = entries if all_letters else dlq.find(entries, ids or [])
         fix = fixed.read_bytes() if fixed is not None else None

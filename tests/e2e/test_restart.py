@@ -109,13 +109,15 @@ def _caught_up(bootstrap: str, timeout_s: float = 300.0) -> None:
     asyncio.run(wait_for_zero_lag(bootstrap, groups, timeout_s=timeout_s, poll_s=0.5))
 
 
-def _dlq_list(data_dir: Path) -> list[dict[str, object]]:
-    """``hindsight dlq list`` beside the running ``up`` (the broker found from the data directory)."""
-    env = {**os.environ, "HINDSIGHT_DATA_DIR": str(data_dir)}
+def _dlq_list(data_dir: Path, *, option: bool = False) -> list[dict[str, object]]:
+    """``hindsight dlq list`` beside the running ``up`` (the broker found from the data directory,
+    named by ``HINDSIGHT_DATA_DIR`` or, with ``option``, by ``--data-dir``)."""
+    env = {**os.environ} if option else {**os.environ, "HINDSIGHT_DATA_DIR": str(data_dir)}
     env.pop("HINDSIGHT_KAFKA_BOOTSTRAP", None)
-    result = subprocess.run(
-        [*hindsight_argv(), "dlq", "list"], capture_output=True, text=True, env=env, timeout=180, check=False
-    )
+    if option:
+        env.pop("HINDSIGHT_DATA_DIR", None)
+    argv = [*hindsight_argv(), "dlq", "list", *(["--data-dir", str(data_dir)] if option else [])]
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
@@ -189,7 +191,7 @@ def test_accepted_events_survive_sigterm_and_sigkill_of_hindsight_up(tmp_path: P
 
         up.start()
         _caught_up(up.bootstrap)
-        after = _dlq_list(data_dir)
+        after = _dlq_list(data_dir, option=True)
         assert [d["source"] for d in after] == [letters[0]["source"]], after  # survived both restarts
         with httpx.Client(base_url=up.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as http:
             assert http.get("/healthz").status_code == 200
