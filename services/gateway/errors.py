@@ -163,6 +163,11 @@ def _fix(kind: str, field: str, msg: str, ctx: Mapping[str, Any] | None) -> tupl
         return "body", "send a JSON object with the header 'Content-Type: application/json'"
     if kind == "string_pattern_mismatch" and (ctx or {}).get("pattern") == NOT_BLANK:
         return field, f"send a '{field}' with at least one non-whitespace character"
+    if kind == "string_pattern_mismatch" and (ctx or {}).get("pattern") == SCOPE:
+        return (
+            field,
+            f"send '{field}' as 'global' (every agent of the tenant) or 'agent:<id>' (that agent only)",
+        )
     return field, _FIXES.get(kind, "send a valid '{field}': {msg}").format(field=field, msg=msg)
 
 
@@ -187,9 +192,21 @@ def validation_detail(errors: Sequence[Mapping[str, Any]]) -> ErrorDetail:
         str(first.get("msg")),
         ctx if isinstance(ctx, Mapping) else None,
     )
+    missing = [name(e) for e in errors if e.get("type") == "missing"]
+    if kind == "missing" and len(missing) > 1:
+        fix = "add the required fields " + ", ".join(f"'{m}'" for m in missing)
+
+    def line(error: Mapping[str, Any]) -> str:
+        if error.get("type") == "json_invalid":
+            loc = [str(part) for part in error.get("loc", ())]
+            where = f" at character {loc[-1]}" if loc and loc[-1].isdigit() else ""
+            reason = (error.get("ctx") or {}).get("error")
+            return f"body: not valid JSON{where}" + (f" ({reason})" if reason else "")
+        return f"{name(error) or 'body'}: {error.get('msg')}"
+
     return ErrorDetail(
         code="validation_error",
-        message="; ".join(f"{name(e) or 'body'}: {e.get('msg')}" for e in errors) or "invalid request",
+        message="; ".join(line(e) for e in errors) or "invalid request",
         field=field or None,
         fix=fix,
     )

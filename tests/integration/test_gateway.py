@@ -569,11 +569,26 @@ async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gate
         long_tag = await client.post(
             "/v1/memories", json={"user_id": USER, "session_id": "s", "content": "x", "tags": ["t" * 129]}
         )
+        empty_body = await client.post("/v1/memories", json={})
+        bad_scope = await client.post(
+            "/v1/memories", json={"user_id": USER, "session_id": "s", "content": "x", "scope": "team"}
+        )
+        huge = await client.post(  # refused by its Content-Length before it is read
+            "/v1/memories", json={"user_id": USER, "session_id": "s", "content": "x" * (3 * 1024 * 1024)}
+        )
     assert resp.status_code == 202, resp.text
     assert many.status_code == 422, many.text
     assert many.json()["error"]["field"] == "tags"
     assert long_tag.status_code == 422, long_tag.text
     assert long_tag.json()["error"]["field"].startswith("tags")
+    assert huge.status_code == 413, huge.text
+    assert huge.json()["error"]["code"] == "payload_too_large"
+    assert huge.json()["error"]["field"] == "body"
+    assert empty_body.status_code == 422
+    assert empty_body.json()["error"]["fix"] == "add the required fields 'user_id', 'session_id', 'content'"
+    assert bad_scope.status_code == 422
+    assert "'global'" in bad_scope.json()["error"]["fix"]
+    assert "agent:<id>" in bad_scope.json()["error"]["fix"]
     event_id = resp.json()["event_id"]
     assert resp.json()["status"] == "accepted"
     assert foreign_scope.status_code == 403
@@ -785,6 +800,7 @@ async def test_malformed_bodies_and_unknown_routes_get_the_documented_error_body
     assert broken.status_code == 422
     assert broken.json()["error"]["field"] == "body"
     assert "JSON" in broken.json()["error"]["fix"]
+    assert broken.json()["error"]["message"].startswith("body: not valid JSON at character")
     assert not_json.status_code == 422
     assert "Content-Type: application/json" in not_json.json()["error"]["fix"]
     assert missing.json()["error"]["field"] == "user_id"
