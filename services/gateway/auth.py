@@ -140,6 +140,12 @@ class ApiKeys:
         """The principal of the key in ``headers`` (see :func:`key_from_headers`).
 
         Raises:
-            AuthenticationError: no key or an unknown key (HTTP 401).
+            AuthenticationError: no key, an Authorization header without the Bearer scheme, or an
+                unknown key (HTTP 401).
         """
-        return self.principal(key_from_headers(headers))
+        key = key_from_headers(headers)
+        if key is None and headers and any(k.lower() == "authorization" for k in headers):
+            raise AuthenticationError(
+                "the Authorization header has no 'Bearer ' scheme: send 'Authorization: Bearer <api key>'"
+            )
+        return self.principal(key)

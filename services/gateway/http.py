@@ -95,9 +95,12 @@ async def authenticate(
     """The caller's principal from its API key.
 
     Raises:
-        AuthenticationError: missing or unknown key (HTTP 401).
+        AuthenticationError: missing or unknown key, or an Authorization header without the Bearer
+            scheme (HTTP 401).
     """
     key = bearer.credentials if bearer is not None else api_key
+    if key is None:  # the same answer as MCP's: a bare key in Authorization is named as such
+        return gateway_state(request).keys.from_headers(request.headers)
     return gateway_state(request).keys.principal(key)
 
 

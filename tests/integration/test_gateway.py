@@ -362,6 +362,11 @@ async def test_missing_or_unknown_key_is_401_naming_the_header_and_the_fix(gatew
         assert resp.headers["www-authenticate"].startswith("Bearer")
     async with httpx.AsyncClient(base_url=gateway.base_url, headers={"X-API-Key": KEY_A}) as by_header:
         assert (await by_header.get("/v1/memories", params={"user_id": USER})).status_code == 200
+    # a key without the scheme is not "missing" (a newcomer's finding): the message says what is wrong
+    async with httpx.AsyncClient(base_url=gateway.base_url, headers={"Authorization": KEY_A}) as bare:
+        no_scheme = await bare.get("/v1/memories", params={"user_id": USER})
+    assert no_scheme.status_code == 401
+    assert "no 'Bearer ' scheme" in no_scheme.json()["error"]["message"]
 
 
 async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gateway: Gateway) -> None:
