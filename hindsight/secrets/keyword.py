@@ -406,13 +406,13 @@ or phone's last digits ("ending in 4417", "заканчивающийся на 4
 ticket, error or receipt number ("for account 88123456", "(Fehler 4012)", "受付番号 482913")."""
 _CODE_STATUS_RE: Final = re.compile(
     r"(?<![^\W\d_])(?:invalid|mismatch\w*|fail(?:ed|s|ure)?|wrong|incorrect|expired|attempts?|sent\s+to|"
-    r"was\s+sent|requested|must\s+not|should\s+not|never|falsch|ungültig|abgelaufen|angefordert|gesendet|"
-    r"incorrecto|inválid[oa]|errón[eo]a?|enviado|envoyé|incorrect|expiré|неверн\w*|истек\w*|отправлен\w*)"
-    r"(?![^\W\d_])|失败|错误|無効|間違|발송",
+    r"must\s+not|should\s+not|falsch|ungültig|abgelaufen|incorrecto|inválid[oa]|errón[eo]a?|expiré|"
+    r"неверн\w*|истек\w*)(?![^\W\d_])|失败|错误|無効|間違",
     re.IGNORECASE,
 )
 """Words between a PIN word and a number that tell of the code without giving it: a failed or expired
-code, one sent elsewhere or requested, a rule ("must not be 1234")."""
+code, one sent to a number, a rule ("must not be 1234"). Not "requested" or "sent" alone: "Verification
+code requested: 482913" gives the code."""
 _PUBLIC_PIN_BEFORE_RE: Final = re.compile(r"(?<![^\W\d_])(?:default|factory|standard)[\s-]*$", re.IGNORECASE)
 """A default or factory PIN ("the default PIN for most headsets is 0000") is public."""
 

@@ -690,6 +690,9 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("Tu código de un solo uso es 7720", "7720"),
         ("731950 is your Uber verification code. Don't share it.", "731950"),
         ("Use 660192 as your login code", "660192"),
+        # a status word before the code is not a failure ("requested", "never share it")
+        ("Verification code requested: 604411", "604411"),
+        ("Your one-time code, never share it, is 558120", "558120"),
         # PIN shapes a newcomer found (stop 25), in other words
         ("my pin's 7302, don't forget it", "7302"),
         ("Card PIN is 5 0 8 1", "5 0 8 1"),
