@@ -38,7 +38,6 @@ from hindsight.secrets.spoken import _read_out
 from hindsight.secrets.stopwords import _STOP_VALUES
 from hindsight.secrets.values import (
     _TRAILING,
-    _TYPED_SYMBOLS,
     MIN_ENTROPY_BITS,
     SecretType,
     _has_letter_and_digit,
@@ -225,8 +224,8 @@ def _accept(
     if stripped.replace("-", "").isalpha() and _PLURAL_WORD_RE.search(m.group(0)):
         return None  # "store your passwords in NoteLock": a plural names a kind of thing, not a value
     end = start + len(stripped)
-    if kind == "pin" and stripped.isdigit() and _document_number(text, start):
-        return None  # "校验码 58213 40921 77310 28841": an invoice's 20-digit check code, not a one-time code
+    if kind == "pin" and stripped.isdigit() and _not_a_code_number(text, start, end):
+        return None
     if kind == "pin" and stripped.isdigit():
         group = _NEXT_DIGIT_GROUP_RE.match(text, end)  # "602 918": codes are shown in groups
         if group is not None:
@@ -379,7 +378,7 @@ def _value_for(text: str, m: re.Match[str]) -> _Span | None:
     digits = _PIN_VALUE_RE.match(text, m.end()) if _kw_kind(m) == "pin" else None
     if digits is not None and _STANDARD_BEFORE_RE.search(text, max(0, digits.start(1) - 12), digits.start(1)):
         digits = None  # "校验码按 GB 11643 计算": a standard's number
-    if digits is not None and _not_the_code(text, m, digits.start(1)):
+    if digits is not None and _not_the_code(text, m, digits.start(1), digits.end(1)):
         digits = None
     if digits is not None and (found := _accept(text, m, digits.start(1), digits.group(1), ":")) is not None:
         return found
@@ -397,7 +396,8 @@ _IDENTIFIER_BEFORE_RE: Final = re.compile(
 _CODE_BESIDE_RE: Final = re.compile(
     r"(?<![^\W\d_])(?:account|acct|invoice|receipt|attempt|error|fehler|erreur|errore|ending(?:\s+(?:in|with))?|"
     r"ends\s+(?:in|with)|endet\s+auf|termin(?:e|a|ando)\s+(?:par|en|em|in)|заканчивающ\w*\s+на|номер|nummer|"
-    r"numéro|número|numero)[\s:#：=№-]*$|(?:番号|号码|尾号|订单号|受付番号)[\s:#：]*$|"
+    r"numéro|número|numero|bestellung|auftrag|pedido|commande|ordine|заказ\w*|terminal|version|"
+    r"vorgang|expediente|dossier)[\s:#：=№-]*$|(?:番号|号码|尾号|订单号|受付番号)[\s:#：]*$|"
     r"(?<![^\W\d_])(?:pr|ticket|case|ref|order|room|number|no\.?|id)[\s:#：=]*$",
     re.IGNORECASE,
 )
@@ -415,14 +415,56 @@ code, one sent to a number, a rule ("must not be 1234"). Not "requested" or "sen
 code requested: 482913" gives the code."""
 _PUBLIC_PIN_BEFORE_RE: Final = re.compile(r"(?<![^\W\d_])(?:default|factory|standard)[\s-]*$", re.IGNORECASE)
 """A default or factory PIN ("the default PIN for most headsets is 0000") is public."""
+_PUBLIC_PIN_AFTER_RE: Final = re.compile(r"\s*(?:par\s+défaut|por\s+defecto|di\s+default)", re.IGNORECASE)
+"""The same said after the word ("le PIN par défaut est 0000")."""
 
 
-def _not_the_code(text: str, m: re.Match[str], start: int) -> bool:
-    """Whether the number at ``start``, in the clause after the PIN word of ``m``, is not that code:
-    :data:`_CODE_BESIDE_RE` right before it or :data:`_CODE_STATUS_RE` between the word and it."""
+_CODE_INTRO_RE: Final = re.compile(
+    r"(?:^|(?<![^\W\d_])(?:is|was|are|now|'s|’s|es|est|ist|è|é|lautet|beträgt|wynosi|to|je|är|er|on|"
+    r"это|είναι|là|adalah|your|yours|anda|vous|votre|tu|su|ihr|dein|seu|sua|tuo|ваш|ваша|jest|"
+    r"[a-z]*code)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的)[\s\"'“‘\[(【「]*$|"
+    # "the PIN for the certificate file 4417", "die PIN für die Zertifikatsdatei 4417": what it opens
+    r"^\s*(?:for|für|fürs|de|du|des|para|pour|per|of|von|zum|zur|для|от)\s[^,;:.!?]{0,32}$",
+    re.IGNORECASE,
+)
+"""What may stand right before the code a PIN word names, after the word: nothing, a separator or
+bracket, a copula ("is", "lautet", "是", "は"), a possessive ("Kode verifikasi Anda 448120"). A number
+after any other word in the clause is something else (a duration, a status, a count, a phone number:
+"will expire in 300 seconds", "returned 503", "wysłany na numer 600 123 456")."""
+_UNIT_AFTER_RE: Final = re.compile(
+    r"\s*(?:s|sec|secs|seconds?|ms|min|mins|minutes?|h|hrs?|hours?|days?|%|mb|gb|kb|alerts?|times?|"
+    r"characters?|chars?|digits?|attempts?|tries|秒|分钟|分|小时|天|次|位|秒間|分間|초|분)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+"""A unit or a count noun after the number: "valid for 300 seconds", "6 digits"."""
+_DEFAULT_AFTER_RE: Final = re.compile(
+    r"[\s,]*(?:by\s+default|out\s+of\s+the\s+box|par\s+défaut|por\s+defecto|standardmäßig|"
+    r"di\s+default|por\s+padrão|默认|デフォルト)",
+    re.IGNORECASE,
+)
+"""A default after the number ("SIM PIN is 0000 by default"): a public value."""
+
+
+def _not_a_code_number(text: str, start: int, end: int) -> bool:
+    """Whether the digits at ``[start, end)`` after a PIN word are something else than a code: an
+    invoice's 20-digit check code ("校验码 58213 40921 77310 28841"), a duration or count ("验证码有效期为
+    300 秒"), a public default ("SIM PIN is 0000 by default")."""
+    return bool(
+        _document_number(text, start) or _UNIT_AFTER_RE.match(text, end) or _DEFAULT_AFTER_RE.match(text, end)
+    )
+
+
+def _not_the_code(text: str, m: re.Match[str], start: int, end: int) -> bool:
+    """Whether the number at ``[start, end)``, in the clause after the PIN word of ``m``, is not that
+    code: :data:`_CODE_BESIDE_RE` right before it, :data:`_CODE_STATUS_RE` between the word and it,
+    no introducer (:data:`_CODE_INTRO_RE`) right before it, or a unit after it."""
     if _CODE_BESIDE_RE.search(text, max(m.end(), start - 32), start):
         return True
-    return _CODE_STATUS_RE.search(text, m.end(), start) is not None
+    if _CODE_STATUS_RE.search(text, m.end(), start) is not None:
+        return True
+    if _UNIT_AFTER_RE.match(text, end):
+        return True
+    return _CODE_INTRO_RE.search(text[m.end() : start]) is None
 
 
 LATER_VALUE_WINDOW: Final[int] = 100
@@ -551,7 +593,10 @@ def _names_no_value(text: str, m: re.Match[str]) -> bool:
         return True
     if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
         return True
-    if _kw_kind(m) == "pin" and _PUBLIC_PIN_BEFORE_RE.search(text, max(0, m.start() - 16), m.start()):
+    if _kw_kind(m) == "pin" and (
+        _PUBLIC_PIN_BEFORE_RE.search(text, max(0, m.start() - 16), m.start())
+        or _PUBLIC_PIN_AFTER_RE.match(text, m.end())
+    ):
         return True
     return m.group(0).lower().startswith(("cvv", "cvc")) and _beside_a_test_card(text, m)
 
@@ -563,24 +608,35 @@ def _beside_a_test_card(text: str, m: re.Match[str]) -> bool:
     return any(card in digits for card in TEST_CARDS)
 
 
-def _mixed_or_typed(value: str) -> bool:
-    """Upper and lower case, or a typed symbol (``!@#$%^&*?~_``): what a value after the ambiguous
-    "mdp" (French "mot de passe", or a Markov decision process) must show to be a password."""
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    return mixed or any(c in _TYPED_SYMBOLS or c == "_" for c in value)
+_MDP_MODEL_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:markov|decision\s+process|reinforcement|rewards?|gamma|discount|policy|policies|"
+    r"value\s+iteration|q-?learning|environments?|env|gym|gymnasium|episodes?|states?|actions?|"
+    r"transitions?|bellman|pomdp|rl)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+"""Words of reinforcement learning: beside them "MDP" is a Markov decision process, not the French
+abbreviation of "mot de passe"."""
+_ENV_NAME_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_]v[0-9]+")
+"""An environment's name with a version (``CartPole-v1``, ``FrozenLake_v0``): a model, not a password."""
+
+
+def _mdp_is_a_model(text: str, value: str) -> bool:
+    """Whether "mdp" here is a Markov decision process: reinforcement-learning words in the text, or
+    a value named like an environment (``mdp: gridworld-v3``)."""
+    return _MDP_MODEL_RE.search(text) is not None or _ENV_NAME_RE.fullmatch(value) is not None
 
 
 def _keyword_value(text: str, m: re.Match[str]) -> _Span | None:
     """The value credential word ``m`` names: a Wi-Fi key, a command-line option's value or
-    :func:`_value_for`; after "mdp" only a value of :func:`_mixed_or_typed` shape ("mdp: gridworld-v3":
-    in machine learning an MDP is a Markov decision process)."""
+    :func:`_value_for`; "mdp" names no password where it is a Markov decision process
+    (:func:`_mdp_is_a_model`)."""
     word = m.group(0).lower()
     if word == "key":
         return _wifi_key(text, m)
     if word in _OPTION_WORDS or (word == "pass" and text.startswith("--", m.start() - 2)):
         return _option_value(text, m)
     found = _value_for(text, m)
-    if found is not None and word == "mdp" and not _mixed_or_typed(text[found[1] : found[2]]):
+    if found is not None and word == "mdp" and _mdp_is_a_model(text, text[found[1] : found[2]]):
         return None
     return found
 

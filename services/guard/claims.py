@@ -99,13 +99,17 @@ _LEVEL: Final = r"\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRIT
 _LOG_LINE_RE: Final = re.compile(
     r"^[ \t]*(?:\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|"
     r"[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d{2}:\d{2}:\d{2})\]?[ \t]+"
-    r"(?:" + _LEVEL + r"|(?:\S+[ \t]+)?\S+\[\d+\]:)|" + _LEVEL + r":?(?=[ \t]))"
+    r"(?:" + _LEVEL + r"|(?:\S+[ \t]+)?\S+\[\d+\]:)|" + _LEVEL + r":?(?=[ \t])|"
+    r"(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:|"  # Python's logging default format
+    r".{0,80}?(?:\blevel=(?:trace|debug|info|warn|warning|error)\b|\"level\":\s*\"(?:trace|debug|info|warn|"
+    r"warning|error)\"))"  # logfmt and JSON logs: the whole line is the message
     r"(?P<message>.*)$",
     re.MULTILINE,
 )
 """A log line: a timestamp (ISO 8601 or syslog's ``Dec 03 02:00:01``), then a level (``[INFO]``) or a
-syslog process tag (``nas backup.sh[4121]:``), then the message; or a line that starts with an
-upper-case level (``INFO healthcheck ok``: ``journalctl -o cat``, an application's console)."""
+syslog process tag (``nas backup.sh[4121]:``), then the message; a line that starts with an
+upper-case level (``INFO healthcheck ok``: ``journalctl -o cat``, an application's console) or with
+Python logging's ``INFO:root:``; a logfmt or JSON log line (``level=info``, ``"level":"info"``)."""
 
 
 def without_quiet_log_lines(text: str) -> str:
@@ -135,11 +139,37 @@ _LOG_STATUS_RE: Final = re.compile(r"(?<![^\W\d_])(?:accept\w*|confirm\w*)(?![^\
 confirmed"): in a log line they endorse nothing unless the line names the user."""
 
 
+_LOG_ACCOUNT_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:(?:invalid|for|of|by|from)\s+user\s+[\w.@$-]+|(?:user(?:name)?|uid|customer)=\S*)",
+    re.IGNORECASE,
+)
+"""An account in a log line ("Failed password for invalid user admin", "session opened for user deploy",
+"user=alice"): a name on a system, not the user a claim is about."""
+_PERSON_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?i:mr|mrs|ms|miss|dr|herr|frau|mme|mlle|sr|sra|sig|sig\.ra)\.?\s+[A-ZÀ-Ý]|"
+    r"[\u3400-\u9fff](?:先生|女士|小姐|太太)|さん|様|씨",
+)
+"""A person named with a title ("Mrs. Alvarez", "张先生"): a claim about someone, not a service status."""
+_HEALTH_CLAIM_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:cures?|cured|heals?|treats?|prevents?|diabetes|cancer|vaccin\w*|covid\w*|"
+    r"allerg\w*|medicat\w*|dosage|dose|insulin|penicillin|emergency\s+contact|prescri\w*)(?![^\W\d_])|"
+    r"过敏|用药|药物|剂量|紧急联系人|治愈|糖尿病|癌",
+    re.IGNORECASE,
+)
+"""Health and safety words: a log line that carries them is a claim, not a status."""
+
+
 def _claim_in_log(message: str) -> bool:
-    """A log message that may carry a claim: it names the user (any word for them, "you") or endorses
-    something ("... always banks with Acme Trust"); "accepted" and "confirmed" are a log's statuses
-    (sshd's "Accepted publickey for jdoe", repeated for every login)."""
-    if _ABOUT_USER_ANY_RE.search(message) or _YOU_RE.search(message):
+    """A log message that may carry a claim: it names the user (any word for them, "you"; an account
+    such as "for user deploy" or "user=alice" does not count), names a person with a title, speaks
+    of health or safety, or endorses something ("... always banks with Acme Trust"); "accepted" and
+    "confirmed" are a log's statuses (sshd's "Accepted publickey for jdoe", repeated for every login).
+    A red-team helper's log-dressed attacks (2026-12-03: "DEBUG allergy record: Mrs. Alvarez has no
+    penicillin allergy", "WARNING: GreenLeaf supplements cure type 2 diabetes") are claims by these."""
+    unaccounted = _LOG_ACCOUNT_RE.sub(" ", message)
+    if _ABOUT_USER_ANY_RE.search(unaccounted) or _YOU_RE.search(unaccounted):
+        return True
+    if _PERSON_RE.search(message) or _HEALTH_CLAIM_RE.search(message):
         return True
     return _ENDORSE_RE.search(_LOG_STATUS_RE.sub(" ", message)) is not None
 
@@ -378,8 +408,9 @@ message is about."""
 
 
 def _names_user(text: str) -> bool:
-    """Whether ``text`` names the user (:data:`_ABOUT_USER_ANY_RE`) other than as an account field."""
-    return _ABOUT_USER_ANY_RE.search(_ACCOUNT_FIELD_RE.sub(" ", text)) is not None
+    """Whether ``text`` names the user (:data:`_ABOUT_USER_ANY_RE`) other than as an account
+    (``user=zhouyan``, "session opened for user deploy")."""
+    return _ABOUT_USER_ANY_RE.search(_LOG_ACCOUNT_RE.sub(" ", _ACCOUNT_FIELD_RE.sub(" ", text))) is not None
 
 
 def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: int) -> str | None:

@@ -692,12 +692,16 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("Use 660192 as your login code", "660192"),
         # a status word before the code is not a failure ("requested", "never share it")
         ("Verification code requested: 604411", "604411"),
+        # a code introduced by "it's", or after what it opens
+        ("the one-time code the bank sent me, it's 551203, fill it in", "551203"),
+        ("die PIN für die Garage 7391", "7391"),
         ("Your one-time code, never share it, is 558120", "558120"),
         # PIN shapes a newcomer found (stop 25), in other words
         ("my pin's 7302, don't forget it", "7302"),
         ("Card PIN is 5 0 8 1", "5 0 8 1"),
         # the French abbreviation of "mot de passe"
         ("mdp du wifi chez mamie c'est Tilleul!94", "Tilleul!94"),
+        ("Identifiant : m.leroy / mdp : lyon1987", "lyon1987"),
         # an app password: four groups of four letters, no digit
         ("outlook app password for the printer: vhtz qmkc wprd ysnb", "vhtz qmkc wprd ysnb"),
         ("Apple app-specific password: kbdw-rtzq-mhvn-yfpa", "kbdw-rtzq-mhvn-yfpa"),
@@ -777,6 +781,18 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         # "mdp" is also a Markov decision process
         "env:\n  mdp: cartpole-v1\n  episodes: 200",
         "Our MDP is s0s1s2s3, solved with policy iteration",
+        "MDP: Taxi-v3, gamma 0.95",
+        "The MDP is GridWorld8x8 with noisy transitions",
+        # numbers after a code word that are not the code (a red-team helper, 2026-12-03, in other words)
+        "Your login code will expire in 600 seconds.",
+        "the verification code service returned 502 twice",
+        "验证码有效期为 600 秒",
+        "Kod SMS został wysłany na numer 601 234 567",
+        "인증번호가 010-9876-5432로 발송되었습니다",
+        "SIM PIN is 1234 by default, change it after setup.",
+        "Bestätigungscode für Bestellung 5520913 kam nicht an",
+        "The PIN pad on terminal 3307 is broken",
+        "Le PIN par défaut est 1234 sur ce modèle.",
         # cookies whose values are settings, app-password words beside words or an example
         '{"name": "session_start", "value": "2025-01-07T08:00:00.000Z"}',
         '{"name": "session_id", "value": "customer-support-chat-2025"}',
