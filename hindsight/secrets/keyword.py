@@ -422,7 +422,7 @@ _PUBLIC_PIN_AFTER_RE: Final = re.compile(r"\s*(?:par\s+défaut|por\s+defecto|di\
 _CODE_INTRO_RE: Final = re.compile(
     r"(?:^|(?<![^\W\d_])(?:is|was|are|now|'s|’s|es|est|ist|è|é|lautet|beträgt|wynosi|to|je|är|er|on|"
     r"это|είναι|là|adalah|your|yours|anda|vous|votre|tu|su|ihr|dein|seu|sua|tuo|ваш|ваша|jest|"
-    r"[a-z]*code)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的)[\s\"'“‘\[(【「]*$|"
+    r"[a-z]*code)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的|هو|هي|بك)[\s\"'“‘\[(【「]*$|"
     # "the PIN for the certificate file 4417", "die PIN für die Zertifikatsdatei 4417": what it opens
     r"^\s*(?:for|für|fürs|de|du|des|para|pour|per|of|von|zum|zur|для|от)\s[^,;:.!?]{0,32}$",
     re.IGNORECASE,

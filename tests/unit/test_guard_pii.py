@@ -695,6 +695,7 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # a code introduced by "it's", or after what it opens
         ("the one-time code the bank sent me, it's 551203, fill it in", "551203"),
         ("die PIN für die Garage 7391", "7391"),
+        ("رمز التحقق الخاص بك هو 730915", "730915"),
         ("Your one-time code, never share it, is 558120", "558120"),
         # PIN shapes a newcomer found (stop 25), in other words
         ("my pin's 7302, don't forget it", "7302"),
