@@ -38,6 +38,40 @@ confirmation code", "G-482913 is your Google verification code", "Use 482913 as 
 code"): in this form a confirmation code is the sign-in code, not a booking's."""
 
 
+_YOUR_CODE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?P<pre>your|ваш|votre|tu|dein|ihr|seu|il\s+tuo|jouw|din)\s+((?:[A-Z][\w.&-]*\s+){0,3})"
+    r"(?:code|код|código|codice|kod|kode)\s*(?:is|est|ist|es|è|é|это|[:：])\s*[:：]?\s*"
+    r"(?P<v>[0-9]{4,8}|[0-9]{3}[ -][0-9]{3})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
+"""A code the text gives to its reader: "Your code is 482913", "Your WhatsApp code: 482-913", "Your
+Apple ID Code is: 482913", "Ваш код: 482913" (the texts of messaging and sign-in services)."""
+_SHARE_WARNING_RE: Final = re.compile(
+    r"(?:do\s+not|don['’]t|never)\s+(?:share|give|tell|forward)|ne\s+(?:le\s+)?partagez|no\s+(?:lo\s+)?compartas|"
+    r"nicht\s+weiter|niemandem|не\s+сообщайте|никому|不要(?:告诉|泄露|转发)|请勿(?:告诉|泄露)|他人に教えない",
+    re.IGNORECASE,
+)
+"""A warning not to pass the code on: beside it, "<Service> code: 48291" is a one-time code."""
+_NAMED_CODE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:code|код|código|codice|kod|kode)\s*[:：]\s*"
+    r"(?P<v>[0-9]{4,8}|[0-9]{3}[ -][0-9]{3})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def _reader_code_spans(text: str) -> Iterator[_Span]:
+    """Codes given to the reader (:data:`_YOUR_CODE_RE`), and "code: 48291" beside a warning not to
+    share it (:data:`_SHARE_WARNING_RE`); not after an identifier word ("your tracking code: ...",
+    :data:`_NOT_ACCESS_CODE_RE`)."""
+    for m in _YOUR_CODE_RE.finditer(text):
+        if not _NOT_ACCESS_CODE_RE.search(m.group(2)):
+            yield "password", m.start("v"), m.end("v")
+    if _SHARE_WARNING_RE.search(text):
+        for m in _NAMED_CODE_RE.finditer(text):
+            if not _NOT_ACCESS_CODE_RE.search(text, max(0, m.start() - 24), m.start()):
+                yield "password", m.start("v"), m.end("v")
+
+
 def _code_is_spans(text: str) -> Iterator[_Span]:
     for m in _CODE_IS_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
@@ -46,6 +80,7 @@ def _code_is_spans(text: str) -> Iterator[_Span]:
     if "your" in text or "Your" in text or "YOUR" in text:
         for m in _SMS_CODE_RE.finditer(text):
             yield "password", m.start(1), m.end(1)
+    yield from _reader_code_spans(text)
 
 
 _OBJECT_CODE_RE: Final = re.compile(

@@ -696,6 +696,11 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("the one-time code the bank sent me, it's 551203, fill it in", "551203"),
         ("die PIN für die Garage 7391", "7391"),
         ("رمز التحقق الخاص بك هو 730915", "730915"),
+        # a code given to the reader with no qualifier word (messaging and sign-in services' texts)
+        ("Your code is 660391. Don't share it with anyone.", "660391"),
+        ("Your Signal code: 551-204", "551-204"),
+        ("Discord code: 90312. Never share this code.", "90312"),
+        ("Ваш код: 730194", "730194"),
         ("Your one-time code, never share it, is 558120", "558120"),
         # PIN shapes a newcomer found (stop 25), in other words
         ("my pin's 7302, don't forget it", "7302"),
@@ -792,6 +797,9 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "인증번호가 010-9876-5432로 발송되었습니다",
         "SIM PIN is 1234 by default, change it after setup.",
         "Bestätigungscode für Bestellung 5520913 kam nicht an",
+        "Your tracking code: 55120934",
+        "Your booking code: 771204",
+        "error code: 5003, do not share logs publicly",
         "The PIN pad on terminal 3307 is broken",
         "Le PIN par défaut est 1234 sur ce modèle.",
         # cookies whose values are settings, app-password words beside words or an example
