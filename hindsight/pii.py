@@ -402,6 +402,51 @@ def _no_trunk_numbers(text: str, start: int, hi: int) -> Iterator[_Span]:
             yield _with_extension(text, m.start(), m.end())
 
 
+_TABLE_DELIMITERS: Final = (",", ";", "\t", "|")
+"""Column separators of the tables agents paste (CSV, TSV, Markdown)."""
+
+
+def _column_phones(text: str) -> Iterator[_Span]:
+    """National-format numbers in a table's phone column (a CSV export of a CRM, a Markdown table): the
+    header names the column ("phone", "Mobile", "电话"), so each row's cell is a number without a phone
+    word of its own ("10483,Owen Pryce,owenpryce88@btinternet.com,07981 224305,Cardiff"). A row with
+    another number of cells (a quoted separator) is skipped."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for h, header in enumerate(lines[:-1]):
+        delimiter = next((d for d in _TABLE_DELIMITERS if header.count(d) >= 1), None)
+        if delimiter is None:
+            continue
+        names = header.split(delimiter)
+        columns = [
+            i
+            for i, n in enumerate(names)
+            if _PHONE_WORD_RE.fullmatch(name := n.strip(" *_`").lower())
+            and not _GENERIC_NUMBER_WORD_RE.fullmatch(name)
+        ]
+        if not columns:
+            continue
+        for row, start in zip(lines[h + 1 :], offsets[h + 1 :], strict=True):
+            cells = row.split(delimiter)
+            if len(cells) != len(names):
+                continue
+            positions = [start]
+            for cell in cells[:-1]:
+                positions.append(positions[-1] + len(cell) + 1)
+            for i in columns:
+                value = cells[i].strip(" \"'")
+                at = positions[i] + cells[i].find(value)
+                if (
+                    (_NATIONAL_PHONE_RE.fullmatch(value) or _NO_TRUNK_PHONE_RE.fullmatch(value))
+                    and NATIONAL_MIN_DIGITS <= len(_digits(value)) <= NATIONAL_MAX_DIGITS
+                    and not _service_line(text, at, at + len(value))
+                ):
+                    yield "phone", at, at + len(value)
+        return
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
@@ -429,6 +474,8 @@ def _detect_phone(text: str) -> Iterator[_Span]:
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
             yield _with_extension(text, m.start(), m.end())
+    if national and "\n" in text:
+        yield from _column_phones(text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,7 +579,8 @@ _TEST_CONTEXT_RE: Final = re.compile(
     r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy|simulat(?:e|es|ed|ing|ion)|"
     r"esempi[oa]|exemples?|ejemplos?|exemplos?|beispiel\w*|voorbeeld\w*|przykład\w*)"
     r"(?![A-Za-z0-9@]|\.[A-Za-z])|"
-    r"пример\w*|例子|示例|测试|沙箱|文档|例示|예시",
+    r"пример\w*|тестов\w*|例子|示例|测试|沙箱|文档|例示|예시|テスト|サンドボックス|テスト用|테스트|샌드박스|測試|"
+    r"(?<![A-Za-z])(?:pruebas?|teste)(?![A-Za-z])",
     re.IGNORECASE,
 )
 TEST_CONTEXT_CHARS: Final[int] = 80

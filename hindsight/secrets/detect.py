@@ -89,6 +89,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
         *["비밀번호", "암호"],
         *["lösenord", "losenord", "adgangskode", "passord", "salasana", "heslo", "hasło", "haslo", "jelsz"],
         *["parolă", "şifre", "sifre", "κωδικ", "mật khẩu", "kata sandi", "पासवर्ड", "كلمة", "رمز", "סיסמ"],
+        *["पिन", "ओटीपी", "कोड"],
         "รหัสผ่าน",
         "masterauth",
     ),

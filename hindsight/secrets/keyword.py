@@ -339,12 +339,39 @@ _IDENTIFIER_SHAPE_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[\-.][A-Za-z0-
 "Chrome-131.0b2"), not a password, when a preposition puts it after the credential word."""
 
 
+_NAME_RE: Final = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
+"""A name or a brand in letters only ("Apple", "Ledgerly", "LinkedIn"): after a credential word with no
+separator, who gave it or what it opens, unless nothing else is the value."""
+_GAP_GIVES_VALUE_RE: Final = re.compile(
+    r"[:=：＝\"'`“‘]|(?<![^\W\d_])(?:is|was|are|were|est|es|ist|lautet|c'est|é|è|era|war)(?![^\W\d_])|是|为",
+    re.IGNORECASE,
+)
+"""A separator or a copula between a credential word and a token: the token is given as the value."""
+_CLAUSE_GOES_ON_RE: Final = re.compile(r" (?:[a-z]+ ){0,3}?[a-z]+")
+"""A lower-case word after the name: the clause goes on ("Apple gave me", "Anna created")."""
+
+
+def _after_a_name(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span | None:
+    """When ``found`` is a name after the credential word with no separator or copula between
+    (:data:`_NAME_RE`): the value after a later copula ("the password Apple gave me is qhvf-ktzm-wpra-jnxe":
+    the name is who gave it), or None after a preposition when no value follows ("reset the password
+    for your Ledgerly account": the name is what it opens). Else ``found`` itself."""
+    if not _NAME_RE.fullmatch(text[found[1] : found[2]]) or _GAP_GIVES_VALUE_RE.search(gap):
+        return found
+    purpose = _PURPOSE_GAP_RE.search(gap) is not None
+    if (purpose or _CLAUSE_GOES_ON_RE.match(text, found[2])) and (named := _after_copula(text, m)):
+        return named
+    return None if purpose else found
+
+
 def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span | None:
     """The credential when the first token after the keyword (``found``, after ``gap``) was accepted:
     it, or the value it turns out to describe or name."""
     if text[found[1] : found[2]].isalpha() and (later := _after_copula(text, m, (_LATER_SENTENCE_RE,))):
         # "My new password is complicated. It is: Kx9#mQ2p": the word describes it, the value follows
         return later
+    if (after_name := _after_a_name(text, m, gap, found)) is not found:
+        return after_name
     if _PURPOSE_GAP_RE.search(gap) and (named := _after_copula(text, m)) is not None:
         # "password for the Northwind Benefits portal is: X": the first token names what it opens
         return named
@@ -584,14 +611,52 @@ TEST_MODE_CHARS: Final[int] = 80
 _USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
 
 
+_RULE_NOUN_AFTER_RE: Final = re.compile(
+    r"[ \t-]+(?:polic(?:y|ies)|rules?|requirements?|strength|complexity|managers?|generators?|"
+    r"richtlinie\w*|politique|política|规则|策略|要求)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+"""A noun right after a password word that makes it a rule or a tool ("Password policy (updated Nov
+2026): minimum 14 characters", "password manager: 1Password"): what follows is not a password."""
+
+
+_POSTAL_PIN_WORD_RE: Final = re.compile(r"pin\s?code|पिन\s?कोड", re.IGNORECASE)
+_POSTAL_CONTEXT_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:deliver\w*|address\w*|area|locality|city|district|state|post\s?office|postal|"
+    r"shipping|ship|courier|serviceable|pincode|village|town|nagar|colony)(?![^\W\d_])|डिलीवरी|पता|इलाक|शहर",
+    re.IGNORECASE,
+)
+POSTAL_CONTEXT_CHARS: Final[int] = 60
+"""Characters on each side of "PIN code" searched for an address word (ours: about a clause)."""
+
+
+def _postal_pin(text: str, m: re.Match[str]) -> bool:
+    """India's postal "PIN code" (Postal Index Number, six digits) beside an address word: "Delivery to
+    PIN code 110001 only", "address: 12 MG Road, Bengaluru, PIN code 560001"."""
+    if not _POSTAL_PIN_WORD_RE.fullmatch(m.group(0)):
+        return False
+    return bool(
+        re.match(r"[\s:：\-]*(?:is\s+)?[1-9][0-9]{2}\s?[0-9]{3}(?![0-9])", text[m.end() : m.end() + 16])
+        and _POSTAL_CONTEXT_RE.search(
+            text, max(0, m.start() - POSTAL_CONTEXT_CHARS), m.end() + POSTAL_CONTEXT_CHARS
+        )
+    )
+
+
 def _names_no_value(text: str, m: re.Match[str]) -> bool:
     """The credential word names no value here: it is a URL's password itself, a template's placeholder
-    (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; a test card's CVV in a payment
+    (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; a password word naming a rule or a
+    tool (:data:`_RULE_NOUN_AFTER_RE`); India's postal PIN code beside an address
+    (:func:`_postal_pin`); a test card's CVV in a payment
     provider's docs ("Sandbox test cards: Visa 4111 ..., CVV 123"); a default PIN ("the default PIN
     for most headsets is 0000": public)."""
     if text.startswith("@", m.end()) and _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start()):
         return True
     if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
+        return True
+    if _kw_kind(m) == "password" and _RULE_NOUN_AFTER_RE.match(text, m.end()):
+        return True
+    if _postal_pin(text, m):
         return True
     if _kw_kind(m) == "pin" and (
         _PUBLIC_PIN_BEFORE_RE.search(text, max(0, m.start() - 16), m.start())

@@ -43,6 +43,8 @@ _EN_PASSWORD: Final = (
     r"lösenord\w*|losenord\w*|adgangskode\w*|passord\w*|salasan\w*|hesl[oa]\w*|has[łl][oae]\w*|haśle|jelsz\w*|"
     r"parolă|parola\s+(?:mea|ta)|[şs]ifre(?:m|n|si|niz|miz|yi)?|κωδικ(?:ός|ό|ού)\s+(?:πρόσβασης|μου|σου)|"
     r"mật\s+khẩu|kata\s+sandi|पासवर्ड|"
+    # Hindi PIN, OTP and verification code ("मेरा UPI पिन 4729 है", "आपका ओटीपी 482913 है")
+    r"पिन|ओटीपी|सत्यापन\s+कोड|"
     r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน"
 )
 _ZH_PASSWORD: Final = (
@@ -308,6 +310,9 @@ def _kw_kind(m: re.Match[str]) -> str:
             "コード",
             "인증",
             "رمز ال",
+            "पिन",
+            "ओटीपी",
+            "कोड",
         )
         if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
             return "pin"

@@ -139,6 +139,9 @@ def test_luhn_valid_card_is_redacted(card: str) -> None:
         "sandbox checkout: use the test card 5555 5555 5555 4444 with any CVC",
         "Adyen test Mastercard: 5555 3412 4444 1115, expiry 03/30, CVC 737",  # known left, stop 25
         "支付测试用卡号 4000 0566 5566 5556，有效期随便填",
+        # blind12 family: test context in more languages
+        "テスト環境では 4242 4242 4242 4242 を使ってください",
+        "Tarjeta de prueba para el sandbox: 5555 5555 5555 4444",
         "card 4111 1111 1111 1112",  # Luhn fails
         "4111111111111112",
         "order 1111111111111111",  # starts with 1: not a payment-card industry digit
@@ -227,6 +230,15 @@ def test_card_followed_by_a_year_still_found_without_the_year() -> None:
         ),
         ("Durchwahl Frau Koch: 089 2180 4471", "Durchwahl Frau Koch: [REDACTED:phone]"),
         ("ma ligne directe : 04 91 55 20 13", "ma ligne directe : [REDACTED:phone]"),
+        # blind12 family: a table's phone column (CSV, Markdown)
+        (
+            "name;mobile;team\nAda;06 12 34 56 78;ops",
+            "name;mobile;team\nAda;[REDACTED:phone];ops",
+        ),
+        (
+            "| who | Telefon |\n|---|---|\n| Jonas | 0176 4821 3395 |",
+            "| who | Telefon |\n|---|---|\n| Jonas | [REDACTED:phone] |",
+        ),
     ],
 )
 def test_phone_is_redacted(text: str, expected: str) -> None:
@@ -721,6 +733,16 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
             '{"name": "remember_token", "domain": ".forum.example", "value": "Zk82mQpL0xR7tYw3Vb5n"}',
             "Zk82mQpL0xR7tYw3Vb5n",
         ),
+        # blind12 families (2026-12-03, evening), in other words: a name after the word is who gave it
+        ("the wifi password Telekom printed on the router is Gx7#pL2qW9", "Gx7#pL2qW9"),
+        ("my Steam password Dan picked for me is Hydra-4471!", "Hydra-4471!"),
+        # a code word with qualifier words in a text that warns not to share it or gives it minutes
+        ("Il tuo codice di accesso Poste: 59120. Non comunicarlo a nessuno.", "59120"),
+        ("Your sign-in code for Figma is 730214 and expires in 10 minutes.", "730214"),
+        ("Your confirmation code: 448210. Never share it, not even with our staff.", "448210"),
+        # Hindi PIN and OTP words
+        ("ATM का पिन 8305 है, किसी को मत बताना", "8305"),
+        ("आपका ओटीपी 661402 है", "661402"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -810,6 +832,16 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Generate an app password, e.g. qzvt mbkd rwph lxcn, and paste it into the mail client.",
         "Name: session_id\nValue: <your-session-id-here>",
         "电子发票校验码 11234 56789 01234 56789，请核对",
+        # blind12 families (2026-12-03, evening), in other words: a name after the word is what it opens
+        "Someone asked to change the password of your Dropbox account. Ignore this if it was you.",
+        "the password for Spotify is expired again",
+        # a password word naming a rule or a tool
+        "Password requirements: at least twelve characters and one number.",
+        "Kennwort-Richtlinie: mindestens 12 Zeichen",
+        # an identifier code in a one-time code's text, India's postal PIN code beside an address
+        "Your booking code: 551902, valid for 20 minutes at the counter.",
+        "Code de suivi : 88120934. Ne le communiquez à personne.",
+        "Deliver to 4 Park Street, Kolkata, PIN code 700016",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
