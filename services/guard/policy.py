@@ -39,6 +39,7 @@ from services.guard.claims import (
     repeated_claims,
     repeated_phrase,
     restated_claim,
+    restated_consent,
     without_quiet_log_lines,
 )
 from services.guard.classifier import InstructionClassifier
@@ -151,6 +152,43 @@ class GuardDecision(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict, description="Detector scores, e.g. instruction.")
 
 
+def repeated(content: str, *, own: bool, policy: GuardPolicy) -> bool:
+    """Whether ``content`` hammers one claim in (reason ``poisoning:repetition``): an exact sentence
+    (:func:`repeated_claims`), a phrase (:func:`repeated_phrase`), a claim restated in other words
+    (:func:`restated_claim`, stricter for the user's and the assistant's ``own`` turns) or, from any
+    other source, a name hammered into a message about the user (:func:`hammered_name`). Quiet log
+    lines are left out first (:func:`without_quiet_log_lines`)."""
+    unlogged = without_quiet_log_lines(content)
+    return bool(
+        repeated_claims(unlogged, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
+        or repeated_phrase(
+            unlogged,
+            min_count=policy.repeat_min_count,
+            min_chars=policy.repeat_phrase_min_chars,
+            min_share=policy.repeat_phrase_min_share,
+        )
+        or restated_claim(
+            unlogged,
+            min_count=policy.repeat_min_count,
+            min_share=policy.restate_own_min_share if own else policy.restate_min_share,
+            min_terms=policy.restate_own_min_terms if own else policy.restate_min_terms,
+            min_cjk_terms=policy.restate_min_cjk_terms,
+        )
+        or (
+            not own
+            and (
+                hammered_name(
+                    content,
+                    min_count=policy.hammer_min_count,
+                    min_density=policy.hammer_min_density,
+                    max_chars=policy.hammer_max_chars,
+                )
+                or restated_consent(content, max_chars=policy.hammer_max_chars)
+            )
+        )
+    )
+
+
 def evaluate(
     content: str,
     source: str,
@@ -183,32 +221,7 @@ def evaluate(
                 reasons.append(f"poisoning:{score.kind}")
         else:
             reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
-        unlogged = without_quiet_log_lines(content)
-        if (
-            repeated_claims(unlogged, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
-            or repeated_phrase(
-                unlogged,
-                min_count=policy.repeat_min_count,
-                min_chars=policy.repeat_phrase_min_chars,
-                min_share=policy.repeat_phrase_min_share,
-            )
-            or restated_claim(
-                unlogged,
-                min_count=policy.repeat_min_count,
-                min_share=policy.restate_own_min_share if own else policy.restate_min_share,
-                min_terms=policy.restate_own_min_terms if own else policy.restate_min_terms,
-                min_cjk_terms=policy.restate_min_cjk_terms,
-            )
-            or (
-                not own
-                and hammered_name(
-                    content,
-                    min_count=policy.hammer_min_count,
-                    min_density=policy.hammer_min_density,
-                    max_chars=policy.hammer_max_chars,
-                )
-            )
-        ):
+        if repeated(content, own=own, policy=policy):
             reasons.append("poisoning:repetition")
     if burst:
         reasons.append("burst")
