@@ -199,43 +199,83 @@ FAMILIES: Final[dict[str, Family]] = {
 
 OTHER_LANGUAGES: Final[dict[str, str]] = {
     # The same concepts in the other languages users and attackers write in (German, French, Spanish,
-    # Portuguese, Italian, Dutch, Polish, Russian, Turkish, Japanese, Korean, Vietnamese, Indonesian),
+    # Portuguese, Italian, Dutch, Polish, Russian, Turkish, Japanese, Korean, Vietnamese, Indonesian;
+    # since 2026-12-03 evening also Swedish, Danish, Norwegian, Finnish, Czech, Ukrainian, Greek, Hindi,
+    # Arabic, Hebrew, Thai, Romanian, Hungarian),
     # general vocabulary as above; literals separated by "|" (they may hold spaces), matched as
     # substrings of the normalised text like the Chinese terms. More Chinese terms of safety topics.
     "ai_reader": "assistent|ki-assistent|asistente|assistente|ассистент|ии-помощник|アシスタント|"
-    "エージェント|チャットボット|어시스턴트|에이전트|챗봇|trợ lý ảo|asisten ai",
+    "エージェント|チャットボット|어시스턴트|에이전트|챗봇|trợ lý ảo|asisten ai|"
+    "assistenten|ai-assistent|avustaja|tekoälyavustaja|asistent|asistenta|asistentovi|асистент|"
+    "ші-асистент|βοηθός|βοηθέ|सहायक|एआई|مساعد|المساعد|עוזר|העוזר|ผู้ช่วย|asistentul|asszisztens",
     "memory_write": "merke dir|merk dir|speichere|vermerke|mémorise|retiens que|enregistre|memoriza|"
     "recuerda que|anota que|memorize|lembre-se|memorizza|ricorda che|onthoud|zapamiętaj|запомни|сохрани|"
-    "запиши|unutma|覚えて|記憶して|保存して|登録して|記録して|기억해|저장해|기록해|등록해|hãy nhớ|ingat",
+    "запиши|unutma|覚えて|記憶して|保存して|登録して|記録して|기억해|저장해|기록해|등록해|hãy nhớ|ingat|"
+    "kom ihåg|spara det|spara detta|husk det|husk at|gem det|lagre det|lagre dette|muista|tallenna|"
+    "zapamatuj|ulož|zapiš|запам'ятай|збережи|запиши|"
+    "θυμήσου|αποθήκευσε|याद रखें|याद रख|सहेजें|सेव करें|تذكر|احفظ|سجل|זכור|שמור|จำไว้|บันทึก|"
+    "ține minte|salvează|jegyezd meg|mentsd el",
     "memory_target": "gedächtnis|mémoire|memoria|memória|geheugen|pamięć|памят|hafıza|長期記憶|記憶に|"
-    "プロフィール|장기 기억|기억에|프로필|bộ nhớ|ingatan",
+    "プロフィール|장기 기억|기억에|프로필|bộ nhớ|ingatan|"
+    "i minnet|långtidsminne|hukommelse|hukommelsen|muisti|muistiin|paměť|paměti|пам'ять|пам'яті|μνήμη|"
+    "μνήμης|मेमोरी|स्मृति|الذاكرة|ذاكرة|זיכרון|הזיכרון|หน่วยความจำ|ความจำ|memoria ta|memória|memóriá",
     "persistence": "ab sofort|von nun an|von jetzt an|künftig|zukünftig|dauerhaft|désormais|dorénavant|"
     "à partir de maintenant|à l'avenir|a partir de ahora|de ahora en adelante|en adelante|a partir de agora|"
     "de agora em diante|daqui em diante|d'ora in poi|da ora in poi|d'ora in avanti|vanaf nu|voortaan|"
     "od teraz|od tej chwili|отныне|с этого момента|впредь|во всех будущих|bundan sonra|bundan böyle|"
     "今後すべて|今後は|これからは|永続|以降すべて|すべての会話|全ての会話|지금부터|앞으로도|앞으로 모든|"
-    "모든 대화|계속 적용|영구|từ giờ|từ nay|mulai sekarang|seterusnya",
+    "모든 대화|계속 적용|영구|từ giờ|từ nay|mulai sekarang|seterusnya|"
+    "från och med nu|hädanefter|framöver|i framtiden|i alla framtida|fra nu af|fremover|fra nå av|"
+    "heretter|tästä lähtien|jatkossa|od teď|od nynějška|napříště|ve všech budoucích|vždy|"
+    "відтепер|надалі|завжди|з цього моменту|από τώρα και στο εξής|στο εξής|πάντα|आगे से|अब से|हमेशा|"
+    "भविष्य में|हर उत्तर|من الآن فصاعدا|من الآن|دائما|دائمًا|מעכשיו|מהיום|תמיד|ต่อจากนี้|ตั้งแต่นี้|"
+    "ทุกครั้ง|ตลอดไป|de acum înainte|întotdeauna|mostantól|ezentúl|mindig",
     "authority": "administrator|administrateur|administrador|amministratore|администратор|systemhinweis|"
     "avis système|aviso del sistema|aviso do sistema|системное уведомление|sicherheitsteam|"
     "équipe de sécurité|equipo de seguridad|служба безопасности|管理者|システム通知|運営事務局|"
-    "관리자|시스템 공지|운영팀|공식",
+    "관리자|시스템 공지|운영팀|공식|"
+    "systemmeddelande|säkerhetsteamet|administratören|järjestelmäilmoitus|ylläpitäjä|správce|"
+    "systémové oznámení|bezpečnostní tým|адміністратор|системне повідомлення|служба безпеки|"
+    "διαχειριστής|ειδοποίηση συστήματος|व्यवस्थापक|सिस्टम सूचना|निर्देश|مسؤول النظام|إشعار النظام|"
+    "تعليمات|מנהל המערכת|הודעת מערכת|ผู้ดูแลระบบ|ประกาศระบบ|administratorul|notificare de sistem|"
+    "rendszergazda|rendszerüzenet|pokyn|instruktion|anvisning|ohje",
     "precedence": "vorrang|hat priorität|priorité sur|prioridad sobre|prioridade sobre|priorità su|"
     "приоритет над|ignoriere|ignore les|ignora las|ignore as|ignora le|игнорируй|優先して|無視して|"
-    "우선합니다|무시하고",
+    "우선합니다|무시하고|"
+    "har företräde|ignorera|ignorer|ohita|ignoruj|má přednost|ігноруй|має пріоритет|αγνόησε|"
+    "προτεραιότητα|अनदेखा|प्राथमिकता|تجاهل|أولوية|התעלם|עדיפות|ละเว้น|เพิกเฉย|ignoră|prioritate|"
+    "hagyd figyelmen kívül|elsőbbség",
     "concealment": "ohne zu fragen|ohne rückfrage|ohne bestätigung|sans demander|sans confirmation|"
     "sin preguntar|sin confirmación|sem perguntar|sem confirmação|senza chiedere|senza conferma|"
     "не спрашивая|без подтверждения|sormadan|確認せずに|知らせずに|黙って|묻지 말고|확인하지 말고|"
-    "알리지 말고|不需要再联系|无需联系|不用联系|不需要确认|无需征得",
+    "알리지 말고|不需要再联系|无需联系|不用联系|不需要确认|无需征得|"
+    "utan att fråga|säg inte|berätta inte|uten å spørre|ikke fortell|kysymättä|älä kerro|neříkej|"
+    "bez ptaní|bez potvrzení|не кажи|не повідомляй|без підтвердження|μην πεις|χωρίς να ρωτήσεις|"
+    "मत बताना|न बताएं|बिना पूछे|لا تخبر|دون أن تسأل|אל תספר|בלי לשאול|ไม่ต้องบอก|โดยไม่ต้องถาม|"
+    "nu spune|fără să întrebi|ne szólj|kérdezés nélkül",
     "promotion": "empfiehl|empfehle|recommande|recomienda|recomende|raccomanda|рекомендуй|öner|勧め|"
-    "おすすめ|推奨|추천|권장",
+    "おすすめ|推奨|추천|권장|"
+    "rekommendera|anbefal|suosittele|doporuč|рекомендуйте|πρότεινε|सुझाव दें|सिफारिश|اقترح|המלץ|"
+    "แนะนำ|recomandă|ajánld",
     "correction": "irrtümlich|fehlerhaft|ungültig|nicht mehr|erroné|invalide|ne plus|erróneo|inválido|"
     "ya no|errado|não mais|errato|non più|ошибочн|недействител|больше не|誤り|間違い|無効|取り消|"
-    "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用",
+    "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用|"
+    "felaktig|felaktigt|inte längre|forkert|ikke længere|ikke lenger|virheellinen|ei enää|chybně|"
+    "omylem|už ne|помилково|помилка|більше не|недійсн|λάθος|εσφαλμένα|δεν ισχύει|गलती से|गलत|"
+    "अब नहीं|عن طريق الخطأ|خطأ|لم يعد|בטעות|שגוי|כבר לא|ผิดพลาด|greșit|din greșeală|nu mai este|"
+    "nu mai e |tévesen|"
+    "hibás|már nem",
     "safety_topic": "allergie|alergia|allergia|аллерги|alerji|アレルギー|알레르기|medikament|médicament|"
     "medicamento|farmaco|лекарств|薬|복용|notfallkontakt|contact d'urgence|contacto de emergencia|"
     "contato de emergência|contatto di emergenza|экстренн|緊急連絡先|비상 연락처|보호자|紧急联系人|"
     "接走|接送|住址|家庭地址|收货地址|bankverbindung|compte bancaire|cuenta bancaria|"
-    "conta bancária|conto corrente|банковск|口座|계좌",
+    "conta bancária|conto corrente|банковск|口座|계좌|"
+    "allergi|allergisk|alergie|алергі|αλλεργ|एलर्जी|حساسية|אלרגיה|แพ้|allergiá|läkemedel|lääke|ліки|"
+    "φάρμακ|दवा|دواء|תרופה|gyógyszer|nödkontakt|nødkontakt|hätäyhteys|nouzový kontakt|"
+    "екстрений контакт|επαφή έκτακτης|आपातकालीन संपर्क|جهة اتصال الطوارئ|איש קשר לחירום|"
+    "ผู้ติดต่อฉุกเฉิน|bankkonto|pankkitili|bankovní účet|банківськ|τραπεζικό λογαριασμό|बैंक खाता|"
+    "حساب بنكي|חשבון בנק|บัญชีธนาคาร|cont bancar|bankszámla|beneficiario|bénéficiaire|empfänger|"
+    "begunstigde|beneficiário",
 }
 """Literals per family in more languages (joined to :data:`FAMILIES` at build time)."""
 
