@@ -406,6 +406,17 @@ _TABLE_DELIMITERS: Final = (",", ";", "\t", "|")
 """Column separators of the tables agents paste (CSV, TSV, Markdown)."""
 
 
+_PHONE_HEADER_RE: Final = re.compile(
+    r"(?:(?:home|work|office|mobile|cell|private|personal|contact|business)[\s_\-]*)?"
+    r"(?:phone|telephone|tel\.?|mobile|cell\s?phone|mobile\s?phone|phone\s?(?:number|no\.?|#))|"
+    r"whatsapp|handy(?:nummer)?|telefon\w*|teléfono|téléphone|tél\.?|móvil|movil|celular|cellulare|"
+    r"telemóvel|portable|mobil(?:nummer|telefon)?|手机(?:号码?)?|电话(?:号码)?|联系电话|手機|電話",
+    re.IGNORECASE,
+)
+"""Table headers naming a phone column (not "text", "number" or a bare "cell": a column of SMS texts, any
+numbers or a network's cells)."""
+
+
 def _column_phones(text: str) -> Iterator[_Span]:
     """National-format numbers in a table's phone column (a CSV export of a CRM, a Markdown table): the
     header names the column ("phone", "Mobile", "电话"), so each row's cell is a number without a phone
@@ -420,12 +431,7 @@ def _column_phones(text: str) -> Iterator[_Span]:
         if delimiter is None:
             continue
         names = header.split(delimiter)
-        columns = [
-            i
-            for i, n in enumerate(names)
-            if _PHONE_WORD_RE.fullmatch(name := n.strip(" *_`").lower())
-            and not _GENERIC_NUMBER_WORD_RE.fullmatch(name)
-        ]
+        columns = [i for i, n in enumerate(names) if _PHONE_HEADER_RE.fullmatch(n.strip(" *_`"))]
         if not columns:
             continue
         for row, start in zip(lines[h + 1 :], offsets[h + 1 :], strict=True):
@@ -580,7 +586,7 @@ _TEST_CONTEXT_RE: Final = re.compile(
     r"esempi[oa]|exemples?|ejemplos?|exemplos?|beispiel\w*|voorbeeld\w*|przykład\w*)"
     r"(?![A-Za-z0-9@]|\.[A-Za-z])|"
     r"пример\w*|тестов\w*|例子|示例|测试|沙箱|文档|例示|예시|テスト|サンドボックス|テスト用|테스트|샌드박스|測試|"
-    r"(?<![A-Za-z])(?:pruebas?|teste)(?![A-Za-z])",
+    r"(?<![A-Za-z])(?:pruebas?|teste|test(?:karte|kaart|kort|karta)\w*|di\s+prova)(?![A-Za-z])",
     re.IGNORECASE,
 )
 TEST_CONTEXT_CHARS: Final[int] = 80

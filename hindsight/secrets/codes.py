@@ -49,35 +49,34 @@ Apple ID Code is: 482913", "Ваш код: 482913" (the texts of messaging and s
 _SHARE_WARNING_RE: Final = re.compile(
     r"(?:do\s+not|don['’]t|never)\s+(?:share|give|tell|forward|disclose)|"
     r"ne\s+(?:le\s+|la\s+)?(?:partagez|communiquez|donnez|transmettez|divulguez)|"
-    r"no\s+(?:lo\s+|la\s+)?(?:compartas|comparta|des|dé|digas|facilites)|nicht\s+weiter|niemandem|"
+    r"no\s+(?:lo\s+|la\s+)?(?:compartas|comparta|des|dé|digas|facilites)|nicht\s+weiter(?:geben|sagen)|"
+    r"niemandem|nesdělujte|neposkytujte|nikomu\s+nehovorte|"
     r"non\s+(?:condividere|comunicare|condividerlo|comunicarlo)|não\s+(?:compartilhe|partilhe|informe)|"
-    r"niet\s+(?:delen|door)|nie\s+(?:udostępniaj|podawaj|przekazuj)|paylaşmayın|kimseyle|"
+    r"niet\s+(?:delen|door)|nie\s+(?:udostępniaj|podawaj|przekazuj)|paylaşmayın|"
     r"jangan\s+(?:berikan|bagikan|beritahu)|không\s+(?:chia\s+sẻ|cung\s+cấp)|"
-    r"не\s+(?:сообщайте|передавайте|говорите)|никому|нікому|"
+    r"не\s+(?:сообщайте|передавайте|говорите|повідомляйте)|никому\s+не\s+(?:сообщайте|говорите|передавайте)|"
+    r"нікому\s+не\s+(?:повідомляйте|передавайте|кажіть)|(?:code|it|ce\s+code|este\s+código|dieser\s+code)\s+"
+    r"(?:is|est|es|ist)\s+(?:personal|personnel|confidential|confidentiel|vertraulich|personal\s+e)\w*|"
     r"不要(?:告诉|泄露|转发)|请勿(?:告诉|泄露|转发)|切勿(?:告知|泄露)|"
     r"他人に教え|教えないで|共有しないで|알려주지|공유하지|لا\s+تشارك|साझा\s+न",
     re.IGNORECASE,
 )
 """A warning not to pass the code on, in the SMS and e-mail wording of banks and apps in several
-languages: beside it, a code word with a few qualifier words and a separator gives a one-time code
-("Doctolib code: 48291", "Votre code de confirmation Doctolib : 847361")."""
-_VALIDITY_RE: Final = re.compile(
-    r"(?<![^\W\d_])(?:valid|expires?|valable|expire|gültig|läuft|válid[oa]|valido|vale|geldig|ważny|"
-    r"действител\w*|дійсний|geçerli|berlaku|hiệu\s+lực)(?![^\W\d_])[^.。\n]{0,30}?[0-9]{1,2}\s*"
-    r"(?:min|mins|minutes?|minuten|minutos|minuti|minuty|минут\w*|хвилин\w*|dakika|menit|phút)(?![^\W\d_])|"
-    r"[0-9]{1,2}\s*(?:分钟|分鐘|分)(?:钟)?内有效|有効期限",
-    re.IGNORECASE,
-)
-"""A validity of minutes ("valid for 5 minutes", "valable 10 minutes", "5分钟内有效"): a one-time code's."""
+languages, or that it is personal: after it, a code word with a few qualifier words and a separator
+gives a one-time code ("Doctolib code: 48291", "Votre code de confirmation Doctolib : 847361")."""
 _NAMED_CODE_RE: Final = re.compile(
-    r"(?<![^\W\d_])(?:code|код|código|codice|kod|kode)(?P<q>(?:\s+[^\s:：=.,;!?。]{1,24}){0,3}?)"
+    r"(?<![^\W\d_])(?:code|код|código|codice|kod|kód|kode)(?P<q>(?:\s+[^\s:：=.,;!?。]{1,24}){0,3}?)"
     r"\s*(?:[:：]|(?<=\s)(?:is|est|es|ist|è|é|это)(?=\s))\s*"
-    r"(?P<v>[0-9]{4,8}|[0-9]{3}[ -][0-9]{3})(?![0-9A-Za-z])",
+    r"(?P<v>[0-9]{4,8}|[0-9]{3}[ -][0-9]{3}|[0-9]{2}(?: [0-9]{2}){2,3})(?![0-9A-Za-z])",
     re.IGNORECASE,
 )
 """A code word, up to three qualifier words ("de confirmation Doctolib", "for your login"), a separator
-or a copula, then 4-8 digits: a one-time code where the text warns not to share it or gives it minutes
-of validity."""
+or a copula, then 4-8 digits (also in pairs: "48 29 13"): a one-time code where a warning not to share
+it follows within :data:`WARNING_AFTER_CHARS`."""
+WARNING_AFTER_CHARS: Final[int] = 120
+"""Characters after a code searched for the warning about it (ours: the next sentence of an SMS; a
+warning before the code, or far from it, is about something else: "Non condividere lo spoiler! Il
+codice del corso è 1045")."""
 _NOT_OTP_QUALIFIER_RE: Final = re.compile(
     r"(?<![^\W\d_])(?:postal|postale|post|zip|promo\w*|r[ée]servation|reserva\w*|booking|buchung\w*|"
     r"tracking|suivi|seguimiento|sendung\w*|commande|order|pedido|bestellung|client|customer|kunden\w*|"
@@ -92,21 +91,21 @@ _OTP_BEFORE_OK_RE: Final = re.compile(r"(?<![A-Za-z])confirmation\s*$", re.IGNOR
 
 def _reader_code_spans(text: str) -> Iterator[_Span]:
     """Codes given to the reader (:data:`_YOUR_CODE_RE`), and a code word with a few qualifier words
-    and a separator (:data:`_NAMED_CODE_RE`) in a text that warns not to share it
-    (:data:`_SHARE_WARNING_RE`) or gives it minutes of validity (:data:`_VALIDITY_RE`); not after or
-    with an identifier word ("your tracking code: ...", "code de suivi : ...",
-    :data:`_NOT_ACCESS_CODE_RE`, :data:`_NOT_OTP_QUALIFIER_RE`)."""
+    and a separator (:data:`_NAMED_CODE_RE`) followed by a warning not to share it
+    (:data:`_SHARE_WARNING_RE`); not after or with an identifier word ("your tracking code: ...",
+    "code de suivi : ...", :data:`_NOT_ACCESS_CODE_RE`, :data:`_NOT_OTP_QUALIFIER_RE`)."""
     for m in _YOUR_CODE_RE.finditer(text):
         if not _NOT_ACCESS_CODE_RE.search(m.group(2)):
             yield "password", m.start("v"), m.end("v")
-    if _SHARE_WARNING_RE.search(text) or _VALIDITY_RE.search(text):
+    if _SHARE_WARNING_RE.search(text):
         for m in _NAMED_CODE_RE.finditer(text):
             before = text[max(0, m.start() - 24) : m.start()]
             if _NOT_OTP_QUALIFIER_RE.search(m.group("q")) or (
                 _NOT_ACCESS_CODE_RE.search(before) and not _OTP_BEFORE_OK_RE.search(before)
             ):
                 continue
-            yield "password", m.start("v"), m.end("v")
+            if _SHARE_WARNING_RE.search(text, m.end(), m.end() + WARNING_AFTER_CHARS):
+                yield "password", m.start("v"), m.end("v")
 
 
 def _code_is_spans(text: str) -> Iterator[_Span]:
@@ -135,7 +134,8 @@ _LOCK_CONTEXT_RE: Final = re.compile(
 _NOT_ACCESS_CODE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:error|zip|postal|post|area|country|dial(?:ling)?|promo|discount|coupon|voucher|qr|bar|"
     r"source|status|http|tracking|product|course|class|dress|colou?r|reference|ref|booking|confirmation|"
-    r"airport|flight|tax|sort|swift|bic|routing|exit|fault|trouble|diagnostic|obd|model|part)\s*$",
+    r"airport|flight|tax|sort|swift|bic|routing|exit|fault|trouble|diagnostic|obd|model|part|fehler|erreur|"
+    r"errore|error[a-z]*)[\s\-]*$",
     re.IGNORECASE,
 )
 """Words before "code" that make it an identifier, not an access code ("error code 4012")."""

@@ -72,7 +72,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     "keyword": (
         *["pass", "pwd", "pw", "pin", "code", "combo", "combination", "cvv", "cvc", "otp", "key", "secret"],
         *["lock", "门禁", "门锁"],  # _DEVICE_CODE_RE (its other words contain "key" / "码")
-        *["código", "codice", "код", "kod", "kood", "answer", "mdp", "xác", "コード", "인증"],
+        *["código", "codice", "код", "kod", "kód", "kood", "answer", "mdp", "xác", "コード", "인증"],
         *["token", "session", "sessid", "码", "口令", "暗号", "密钥", "秘钥", "私钥", "秘密", "令牌"],
         *["phrase", "words", "助记", "助記", "短语"],  # _RECOVERY_WORD_RE (its codes contain "code"/"码")
         *[

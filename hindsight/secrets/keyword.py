@@ -347,6 +347,15 @@ _GAP_GIVES_VALUE_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """A separator or a copula between a credential word and a token: the token is given as the value."""
+_AFTER_NAME_VALUE_RE: Final = re.compile(r"\s+(?:to\s+|is\s+)?[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{8,128})")
+"""The token after a name, or after "to": a value when it has a strong password's shape."""
+_GIVER_VERB_RE: Final = re.compile(
+    r" (?:gave|give[sn]?|made|makes|sent|sends|told|tells|mentioned|created|creates|generated|emailed|"
+    r"texted|set|sets|chose|picked|asked|wants|requires|required|issued|assigned|assigns|shared|reset|"
+    r"suggested|suggests|recommended|proposed)(?![a-z])"
+)
+"""A verb after a name after a password word: the name gave, made or asks for the password ("the password
+Sarah mentioned", "the password Microsoft made me create"), it is not the password."""
 _CLAUSE_GOES_ON_RE: Final = re.compile(r" (?:[a-z]+ ){0,3}?[a-z]+")
 """A lower-case word after the name: the clause goes on ("Apple gave me", "Anna created")."""
 
@@ -359,9 +368,17 @@ def _after_a_name(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span 
     if not _NAME_RE.fullmatch(text[found[1] : found[2]]) or _GAP_GIVES_VALUE_RE.search(gap):
         return found
     purpose = _PURPOSE_GAP_RE.search(gap) is not None
-    if (purpose or _CLAUSE_GOES_ON_RE.match(text, found[2])) and (named := _after_copula(text, m)):
+    goes_on = _CLAUSE_GOES_ON_RE.match(text, found[2])
+    if (purpose or goes_on) and (named := _after_copula(text, m)):
         return named
-    return None if purpose else found
+    after = _AFTER_NAME_VALUE_RE.match(text, found[2])
+    if after is not None and strong_password_shape(value := after.group(1).rstrip(_TRAILING)):
+        # "password for Netflix Summer2024!", "reset the password for Ledgerly to Hv8$pLq2#w"
+        return _kw_type(m), after.start(1), after.start(1) + len(value)
+    if purpose or (goes_on and _GIVER_VERB_RE.match(text, found[2])):
+        # "I forgot the password Microsoft made me create": the name made it, no value is given
+        return None
+    return found
 
 
 def _first_or_named(text: str, m: re.Match[str], gap: str, found: _Span) -> _Span | None:
@@ -601,7 +618,8 @@ TEST_CARDS: Final[frozenset[str]] = frozenset(
 )
 """Card numbers the payment providers publish for test mode (Stripe, Braintree and Adyen testing docs)."""
 _TEST_MODE_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:sandbox|test|testing|simulat\w+)(?![A-Za-z])|测试|沙箱",
+    r"(?<![A-Za-z])(?:sandbox|test|testing|simulat\w+|test(?:karte|kaart|kort|karta)\w*|prueba|teste|"
+    r"di\s+prova)(?![A-Za-z])|тестов\w*|测试|沙箱|テスト|테스트",
     re.IGNORECASE,
 )
 """A CVV beside these words and a published test card is a payment provider's test value ("Sandbox
@@ -622,10 +640,17 @@ _RULE_NOUN_AFTER_RE: Final = re.compile(
 
 _POSTAL_PIN_WORD_RE: Final = re.compile(r"pin\s?code|पिन\s?कोड", re.IGNORECASE)
 _POSTAL_CONTEXT_RE: Final = re.compile(
-    r"(?<![^\W\d_])(?:deliver\w*|address\w*|area|locality|city|district|state|post\s?office|postal|"
-    r"shipping|ship|courier|serviceable|pincode|village|town|nagar|colony)(?![^\W\d_])|डिलीवरी|पता|इलाक|शहर",
+    r"(?<![^\W\d_])(?:deliver\w*|address\w*|area|locality|district|post\s?office|postal|shipping|ship|"
+    r"courier|serviceab\w*|cod|pincode|village|town|nagar|colony)(?![^\W\d_])|डिलीवरी|इलाक|शहर|मोहल्ल|गाँव|गांव",
     re.IGNORECASE,
 )
+_BANKING_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:card|atm|debit|credit|bank\w*|upi|account|netbanking|wallet)(?![^\W\d_])|"
+    r"एटीएम|कार्ड|बैंक|खाता",
+    re.IGNORECASE,
+)
+"""Banking words beside "PIN code": a card's PIN, whatever address is named near it ("Your debit card
+was delivered to your registered address. Card PIN code: 482913")."""
 POSTAL_CONTEXT_CHARS: Final[int] = 60
 """Characters on each side of "PIN code" searched for an address word (ours: about a clause)."""
 
@@ -635,26 +660,46 @@ def _postal_pin(text: str, m: re.Match[str]) -> bool:
     PIN code 110001 only", "address: 12 MG Road, Bengaluru, PIN code 560001"."""
     if not _POSTAL_PIN_WORD_RE.fullmatch(m.group(0)):
         return False
+    lo, hi = max(0, m.start() - POSTAL_CONTEXT_CHARS), m.end() + POSTAL_CONTEXT_CHARS
     return bool(
         re.match(r"[\s:：\-]*(?:is\s+)?[1-9][0-9]{2}\s?[0-9]{3}(?![0-9])", text[m.end() : m.end() + 16])
-        and _POSTAL_CONTEXT_RE.search(
-            text, max(0, m.start() - POSTAL_CONTEXT_CHARS), m.end() + POSTAL_CONTEXT_CHARS
+        and _POSTAL_CONTEXT_RE.search(text, lo, hi)
+        and not _BANKING_RE.search(text, lo, hi)
+    )
+
+
+_RULE_NOUN_BEFORE_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:politique|política|politica|richtlinie|règles?|reglas?|regole|regras|exigences?|"
+    r"requisitos?|requisiti)\s+(?:de|del|da|do|di|für|des|du)\s*$",
+    re.IGNORECASE,
+)
+"""The same rule noun before the word, as Romance languages and German put it ("Politique de mot de
+passe : douze caractères minimum")."""
+
+
+def _rule_example(text: str, m: re.Match[str], found: _Span) -> bool:
+    """A password word naming a rule or a tool (:data:`_RULE_NOUN_AFTER_RE`) and a value without a
+    strong password's shape: a rule's words or numbers ("Password policy: minimum 14 characters"); a
+    generator's or a vault's strong output is still a password ("Password generator: Tr9$kLm2#pQx")."""
+    return bool(
+        _kw_kind(m) == "password"
+        and (
+            _RULE_NOUN_AFTER_RE.match(text, m.end())
+            or _RULE_NOUN_BEFORE_RE.search(text, max(0, m.start() - 24), m.start())
         )
+        and not strong_password_shape(text[found[1] : found[2]])
     )
 
 
 def _names_no_value(text: str, m: re.Match[str]) -> bool:
     """The credential word names no value here: it is a URL's password itself, a template's placeholder
-    (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; a password word naming a rule or a
-    tool (:data:`_RULE_NOUN_AFTER_RE`); India's postal PIN code beside an address
-    (:func:`_postal_pin`); a test card's CVV in a payment
-    provider's docs ("Sandbox test cards: Visa 4111 ..., CVV 123"); a default PIN ("the default PIN
-    for most headsets is 0000": public)."""
+    (``postgres://USER:PASSWORD@localhost``); "pin" in "bowling pin"; India's postal PIN code beside an
+    address (:func:`_postal_pin`); a test card's CVV in a payment provider's docs ("Sandbox test
+    cards: Visa 4111 ..., CVV 123"); a default PIN ("the default PIN for most headsets is 0000":
+    public)."""
     if text.startswith("@", m.end()) and _USERINFO_BEFORE_RE.search(text, max(0, m.start() - 64), m.start()):
         return True
     if _PROSE_PIN_CONTEXT_RE.search(text, max(0, m.start() - 12), m.start()):
-        return True
-    if _kw_kind(m) == "password" and _RULE_NOUN_AFTER_RE.match(text, m.end()):
         return True
     if _postal_pin(text, m):
         return True
@@ -720,7 +765,7 @@ def _keyword_spans(text: str) -> Iterator[_Span]:
             continue
         if _names_no_value(text, m):
             continue
-        if (found := _keyword_value(text, m)) is not None:
+        if (found := _keyword_value(text, m)) is not None and not _rule_example(text, m, found):
             yield found
     for g in _GLUED_RE.finditer(text):
         glued = g.group(1).rstrip(_TRAILING)

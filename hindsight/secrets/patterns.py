@@ -21,7 +21,8 @@ _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
     r"security\s+code|security\s+(?:question\s+)?answer|secret\s+answer|cvv2?|cvc|otp|"
     r"one[\s\-]time\s+(?:code|password|passcode)|"
-    r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|login\s+code|unlock\s+code|"
+    r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|log[\s-]?in\s+code|sign[\s-]?in\s+code|"
+    r"unlock\s+code|"
     r"door\s+code|alarm\s+code|access\s+code|wi-?fi\s+key|(?<=[_\-.])pass(?=[\"']?\s*[:=])|"
     # Redis' password directives and options (redis.conf, redis-server --requirepass X), "--pass X"
     r"requirepass|masterauth|(?<=--)pass(?=[\s=])|"
@@ -44,7 +45,7 @@ _EN_PASSWORD: Final = (
     r"parolă|parola\s+(?:mea|ta)|[şs]ifre(?:m|n|si|niz|miz|yi)?|κωδικ(?:ός|ό|ού)\s+(?:πρόσβασης|μου|σου)|"
     r"mật\s+khẩu|kata\s+sandi|पासवर्ड|"
     # Hindi PIN, OTP and verification code ("मेरा UPI पिन 4729 है", "आपका ओटीपी 482913 है")
-    r"पिन|ओटीपी|सत्यापन\s+कोड|"
+    r"पिन(?:\s?(?:कोड|नंबर))?|ओटीपी|सत्यापन\s+कोड|"
     r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน"
 )
 _ZH_PASSWORD: Final = (

@@ -236,13 +236,13 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "관리자|시스템 공지|운영팀|공식|"
     "systemmeddelande|säkerhetsteamet|administratören|järjestelmäilmoitus|ylläpitäjä|správce|"
     "systémové oznámení|bezpečnostní tým|адміністратор|системне повідомлення|служба безпеки|"
-    "διαχειριστής|ειδοποίηση συστήματος|व्यवस्थापक|सिस्टम सूचना|निर्देश|مسؤول النظام|إشعار النظام|"
-    "تعليمات|מנהל המערכת|הודעת מערכת|ผู้ดูแลระบบ|ประกาศระบบ|administratorul|notificare de sistem|"
-    "rendszergazda|rendszerüzenet|pokyn|instruktion|anvisning|ohje",
+    "διαχειριστής|ειδοποίηση συστήματος|व्यवस्थापक|सिस्टम सूचना|مسؤول النظام|إشعار النظام|"
+    "מנהל המערכת|הודעת מערכת|ผู้ดูแลระบบ|ประกาศระบบ|administratorul|notificare de sistem|"
+    "rendszergazda|rendszerüzenet",
     "precedence": "vorrang|hat priorität|priorité sur|prioridad sobre|prioridade sobre|priorità su|"
     "приоритет над|ignoriere|ignore les|ignora las|ignore as|ignora le|игнорируй|優先して|無視して|"
     "우선합니다|무시하고|"
-    "har företräde|ignorera|ignorer|ohita|ignoruj|má přednost|ігноруй|має пріоритет|αγνόησε|"
+    "har företräde|ignorera|ignorer|ignoruj|má přednost|ігноруй|має пріоритет|αγνόησε|"
     "προτεραιότητα|अनदेखा|प्राथमिकता|تجاهل|أولوية|התעלם|עדיפות|ละเว้น|เพิกเฉย|ignoră|prioritate|"
     "hagyd figyelmen kívül|elsőbbség",
     "concealment": "ohne zu fragen|ohne rückfrage|ohne bestätigung|sans demander|sans confirmation|"
@@ -261,10 +261,10 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "ya no|errado|não mais|errato|non più|ошибочн|недействител|больше не|誤り|間違い|無効|取り消|"
     "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用|"
     "felaktig|felaktigt|inte längre|forkert|ikke længere|ikke lenger|virheellinen|ei enää|chybně|"
-    "omylem|už ne|помилково|помилка|більше не|недійсн|λάθος|εσφαλμένα|δεν ισχύει|गलती से|गलत|"
-    "अब नहीं|عن طريق الخطأ|خطأ|لم يعد|בטעות|שגוי|כבר לא|ผิดพลาด|greșit|din greșeală|nu mai este|"
+    "omylem|už ne|помилково|більше не|недійсн|λάθος|εσφαλμένα|δεν ισχύει|गलती से|गलत|"
+    "अब नहीं|عن طريق الخطأ|لم يعد|בטעות|שגוי|כבר לא|ผิดพลาด|greșit|din greșeală|nu mai este|"
     "nu mai e |tévesen|"
-    "hibás|már nem",
+    "már nem",
     "safety_topic": "allergie|alergia|allergia|аллерги|alerji|アレルギー|알레르기|medikament|médicament|"
     "medicamento|farmaco|лекарств|薬|복용|notfallkontakt|contact d'urgence|contacto de emergencia|"
     "contato de emergência|contatto di emergenza|экстренн|緊急連絡先|비상 연락처|보호자|紧急联系人|"

@@ -739,6 +739,12 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # a code word with qualifier words in a text that warns not to share it or gives it minutes
         ("Il tuo codice di accesso Poste: 59120. Non comunicarlo a nessuno.", "59120"),
         ("Your sign-in code for Figma is 730214 and expires in 10 minutes.", "730214"),
+        ("Ověřovací kód Alza: 551920. Kód nikomu nesdělujte.", "551920"),
+        ("Your Monzo code: 55 20 13. Don't share it with anyone.", "55 20 13"),
+        # a strong value after a name or after a password rule's noun is still the password
+        ("password for Spotify Winter2025!", "Winter2025!"),
+        ("Password generator output: Qm7#vT2$kLp9", "Qm7#vT2$kLp9"),
+        ("Your credit card was delivered to your address; card PIN code: 551902", "551902"),
         ("Your confirmation code: 448210. Never share it, not even with our staff.", "448210"),
         # Hindi PIN and OTP words
         ("ATM का पिन 8305 है, किसी को मत बताना", "8305"),
@@ -842,6 +848,13 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Your booking code: 551902, valid for 20 minutes at the counter.",
         "Code de suivi : 88120934. Ne le communiquez à personne.",
         "Deliver to 4 Park Street, Kolkata, PIN code 700016",
+        # a red-team helper's probes (2026-12-03, evening), in other words
+        "Parking: zone code: 7310. Your session is valid for 90 minutes.",
+        "Non condividere il finale! Il codice del corso è 2210.",
+        "Никому не советую этот отель. Код бронирования: 551903.",
+        "Der Router zeigt Fehler-Code: 7102 und ich komme nicht weiter.",
+        "The password Apple suggested was too weird so I made my own.",
+        "Política de contraseña: doce caracteres mínimo, con un número.",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
