@@ -149,6 +149,19 @@ class ReflectionQueue:
             for i in range(0, len(raw), 2)
         ]
 
+    async def next_due(self) -> float | None:
+        """When the earliest parked close comes due (epoch seconds; a claimed one when its lease
+        ends), or None when nothing is parked.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        try:
+            first = await self._redis.zrange(self._parked, 0, 0, withscores=True)
+        except RedisError as exc:
+            raise StoreUnavailableError(f"reflection queue read failed: {exc}") from exc
+        return float(first[0][1]) if first else None
+
     async def done(self, close: SessionClosedEvent) -> None:
         """The session was reflected: unpark it and remember its close, so a late turn reopens it.
 

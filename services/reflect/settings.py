@@ -20,7 +20,11 @@ class ReflectSettings(BaseSettings):
         0.5, gt=0.0, description="First wait before a parked close is checked again (doubles, at most 5 s)."
     )
     sweep_interval_s: float = Field(
-        1.0, gt=0.0, description="Seconds between looks at the parked closes when none was due."
+        5.0,
+        gt=0.0,
+        description="Longest wait (seconds) between two looks at the parked closes; a close this process "
+        "parks, or the earliest parked close coming due, ends the wait sooner. Closes reopened by a late "
+        "turn in another process are seen within it.",
     )
     key_points: int = Field(5, ge=1, description="Most important turns quoted in an episode summary.")
     batch_size: int = Field(

@@ -22,6 +22,7 @@ Consumes ``memory.sessions.v1``. For each closed session:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -141,6 +142,7 @@ class ReflectStage:
         self._working = working
         self._cfg = settings
         self._queue = queue
+        self._parked = asyncio.Event()  # set when this process parks a close: the sweeper looks at once
 
     def parse(self, topic: str, raw: bytes) -> SessionClosedEvent:
         """Validate a session-closed event; its ``task`` and ``feedback`` are redacted here, before
@@ -166,6 +168,7 @@ class ReflectStage:
                 await self._reflect(close, out)
             else:
                 await self._queue.park(close, due=now + self._cfg.recheck_s)
+                self._parked.set()
         return ()
 
     async def _ready(self, close: SessionClosedEvent, *, since: float) -> bool:
@@ -211,14 +214,32 @@ class ReflectStage:
 
     async def run_sweeper(self, publisher: Callable[[], EventPublisher]) -> None:
         """Sweep for ever (a background job of the reflect process): at once again while closes are
-        due, else every ``sweep_interval_s``. A transient failure is logged and retried."""
+        due, else when the earliest parked close comes due or this process parks one, and at least
+        every ``sweep_interval_s`` (closes parked or reopened by other processes). An idle service
+        with nothing parked looks once per ``sweep_interval_s`` (issue 12: it looked every second).
+        A transient failure is logged and retried after ``sweep_interval_s``."""
         while True:
+            self._parked.clear()
             try:
                 busy = await self.sweep(publisher)
+                wait = 0.0 if busy else await self._until_next_due()
             except RetryableError as exc:
                 log.warning("parked closes not swept; retrying", extra={"error": repr(exc)})
-                busy = 0
-            await asyncio.sleep(0 if busy else self._cfg.sweep_interval_s)
+                wait = self._cfg.sweep_interval_s
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._parked.wait(), wait)
+
+    async def _until_next_due(self) -> float:
+        """Seconds until the earliest parked close comes due, at most ``sweep_interval_s``.
+
+        Raises:
+            StoreUnavailableError: Redis did not answer.
+        """
+        due = await self._queue.next_due()
+        if due is None:
+            return self._cfg.sweep_interval_s
+        return min(self._cfg.sweep_interval_s, max(0.0, due - time.time()))
 
     def _scroll(self, flt: MemoryFilter) -> list[Memory]:
         out: list[Memory] = []

@@ -54,3 +54,19 @@ async def test_two_deployments_on_one_redis_never_claim_each_others_closes(redis
 
 def test_the_default_deployment_keeps_the_historical_key_prefix() -> None:
     assert key_prefix("hindsight") == "hindsight:reflect"
+
+
+async def test_next_due_is_the_earliest_parked_close_and_a_claim_moves_it_by_its_lease(
+    redis_client: Redis,
+) -> None:
+    # the sweeper sleeps until then instead of looking every second (issue 12: idle CPU)
+    queue = ReflectionQueue(redis_client, key_prefix=key_prefix(f"due-{uuid.uuid4().hex[:8]}"))
+    assert await queue.next_due() is None
+    now = time.time()
+    await queue.park(_close("u-1", "s-late"), due=now + 30)
+    await queue.park(_close("u-2", "s-soon"), due=now + 2)
+    assert await queue.next_due() == pytest.approx(now + 2)
+    await queue.claim(now=now + 3, lease_s=60, limit=10)  # s-soon leased until now + 63
+    assert await queue.next_due() == pytest.approx(now + 30)
+    await queue.done(_close("u-1", "s-late"))
+    assert await queue.next_due() == pytest.approx(now + 63)
