@@ -546,7 +546,7 @@ def restated_consent(text: str, *, max_chars: int) -> int:
     to WhatsApp. ...") consent to different things. Missed: restatements without the user ("Zustimmung
     liegt vor. ... Einwilligung vorhanden") and reordered Chinese paraphrases, which share too few
     character pairs."""
-    if len(text) > max_chars or not _names_user(text):
+    if len(text) > max_chars or not _CONSENT_RE.search(text) or not _names_user(text):
         return 0
     parts = sentences(text)
     if len(parts) > RESTATE_MAX_SENTENCES:
