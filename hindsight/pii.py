@@ -59,7 +59,7 @@ from datetime import date
 from types import MappingProxyType
 from typing import Final, Literal, get_args
 
-from hindsight.secrets import TEST_CARDS, detect_secrets
+from hindsight.secrets import TEST_CARDS, TEST_CONTEXT_CHARS, TEST_CONTEXT_RE, detect_secrets
 
 Action = Literal["redact", "mask", "block", "keep"]
 """What to do with a finding: replace, mask to the last 4 characters, refuse the message, or keep."""
@@ -580,33 +580,20 @@ def _card_ok(candidate: str) -> bool:
     return CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS and issuer_ok(digits) and luhn_valid(digits)
 
 
-# the words are not parts of an address ("a.b@example.com", "test@shop.cn"): redaction must stay idempotent
-_TEST_CONTEXT_RE: Final = re.compile(
-    r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy|simulat(?:e|es|ed|ing|ion)|"
-    r"esempi[oa]|exemples?|ejemplos?|exemplos?|beispiel\w*|voorbeeld\w*|przykład\w*)"
-    r"(?![A-Za-z0-9@]|\.[A-Za-z])|"
-    r"пример\w*|тестов\w*|例子|示例|测试|沙箱|文档|例示|예시|テスト|サンドボックス|テスト用|테스트|샌드박스|測試|"
-    r"(?<![A-Za-z])(?:pruebas?|teste|test(?:karte|kaart|kort|karta)\w*|di\s+prova)(?![A-Za-z])",
-    re.IGNORECASE,
-)
-TEST_CONTEXT_CHARS: Final[int] = 80
-"""Characters on each side of a test card number searched for a word presenting it as one (ours)."""
-
-
 def _test_card(text: str, start: int, end: int) -> bool:
     """A published test card number presented as one ("in test mode use 4242 4242 4242 4242"), or
     beside another that is ("... 4242 4242 4242 4242 ... To simulate a decline, use 4000 0000 0000
     0002"); the same number given as "my card" is still a card (a user may really be using it to pay)."""
     if _digits(text[start:end]) not in TEST_CARDS:
         return False
-    if _TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start) or _TEST_CONTEXT_RE.search(
+    if TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start) or TEST_CONTEXT_RE.search(
         text, end, end + TEST_CONTEXT_CHARS
     ):
         return True
     return any(
         m.start() != start
         and _digits(m.group()) in TEST_CARDS
-        and _TEST_CONTEXT_RE.search(text, max(0, m.start() - TEST_CONTEXT_CHARS), m.start())
+        and TEST_CONTEXT_RE.search(text, max(0, m.start() - TEST_CONTEXT_CHARS), m.start())
         for m in _CARD_RE.finditer(text)
     )
 
@@ -743,8 +730,8 @@ def _example_iban(text: str, start: int, end: int) -> bool:
     if text[start:end].replace(" ", "") not in EXAMPLE_IBANS:
         return False
     return bool(
-        _TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start)
-        or _TEST_CONTEXT_RE.search(text, end, end + TEST_CONTEXT_CHARS)
+        TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), start)
+        or TEST_CONTEXT_RE.search(text, end, end + TEST_CONTEXT_CHARS)
     )
 
 

@@ -39,7 +39,7 @@ point).
 """
 
 from hindsight.secrets.detect import detect_secrets
-from hindsight.secrets.keyword import TEST_CARDS
+from hindsight.secrets.keyword import TEST_CARDS, TEST_CONTEXT_CHARS, TEST_CONTEXT_RE
 from hindsight.secrets.providers import PROVIDER_PATTERNS
 from hindsight.secrets.spoken import spoken_word_value
 from hindsight.secrets.structured import CONTEXT_WINDOW
@@ -61,6 +61,8 @@ __all__ = [
     "MIN_ENTROPY_BITS",
     "PROVIDER_PATTERNS",
     "TEST_CARDS",
+    "TEST_CONTEXT_CHARS",
+    "TEST_CONTEXT_RE",
     "SecretType",
     "character_classes",
     "credential_like",

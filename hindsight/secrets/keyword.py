@@ -617,14 +617,23 @@ TEST_CARDS: Final[frozenset[str]] = frozenset(
     }
 )
 """Card numbers the payment providers publish for test mode (Stripe, Braintree and Adyen testing docs)."""
-_TEST_MODE_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:sandbox|test|testing|simulat\w+|test(?:karte|kaart|kort|karta)\w*|prueba|teste|"
-    r"di\s+prova)(?![A-Za-z])|тестов\w*|测试|沙箱|テスト|테스트",
+# the words are not parts of an address ("a.b@example.com", "test@shop.cn"): redaction must stay idempotent
+TEST_CONTEXT_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9@.])(?:test(?:ing)?|sandbox|docs?|documentation|example|demo|dummy|simulat(?:e|es|ed|ing|ion)|"
+    r"esempi[oa]|exemples?|ejemplos?|exemplos?|beispiel\w*|voorbeeld\w*|przykład\w*)"
+    r"(?![A-Za-z0-9@]|\.[A-Za-z])|"
+    r"пример\w*|тестов\w*|例子|示例|测试|沙箱|文档|例示|예시|テスト|サンドボックス|テスト用|테스트|샌드박스|測試|"
+    r"(?<![A-Za-z])(?:pruebas?|teste|test(?:karte|kaart|kort|karta)\w*|di\s+prova)(?![A-Za-z])",
     re.IGNORECASE,
 )
-"""A CVV beside these words and a published test card is a payment provider's test value ("Sandbox
-test cards: Visa 4111 ..., CVV 123"), not a card's secret ("Testing my new card: 5425 ..., CVV 482" is)."""
-TEST_MODE_CHARS: Final[int] = 80
+"""Words that present a published test card (:data:`TEST_CARDS`) as one, in several languages: test,
+sandbox, docs, example, demo ("in test mode use 4242 4242 4242 4242", "テスト用カード番号"); a CVV beside
+them and a test card is a payment provider's test value ("Sandbox test cards: Visa 4111 ..., CVV 123"),
+not a card's secret ("Testing my new card: 5425 ..., CVV 482" is). One list for cards
+(:mod:`hindsight.pii`), CVVs and example IBANs."""
+TEST_CONTEXT_CHARS: Final[int] = 80
+"""Characters on each side of a published test card (or its CVV) searched for a word presenting it as
+one (ours)."""
 
 _USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
 
@@ -712,7 +721,7 @@ def _names_no_value(text: str, m: re.Match[str]) -> bool:
 
 
 def _beside_a_test_card(text: str, m: re.Match[str]) -> bool:
-    if not _TEST_MODE_RE.search(text, max(0, m.start() - TEST_MODE_CHARS), m.end() + TEST_MODE_CHARS):
+    if not TEST_CONTEXT_RE.search(text, max(0, m.start() - TEST_CONTEXT_CHARS), m.end() + TEST_CONTEXT_CHARS):
         return False
     digits = re.sub(r"[ \-]", "", text)
     return any(card in digits for card in TEST_CARDS)
