@@ -644,7 +644,8 @@ _RULE_NOUN_AFTER_RE: Final = re.compile(
     re.IGNORECASE,
 )
 """A noun right after a password word that makes it a rule or a tool ("Password policy (updated Nov
-2026): minimum 14 characters", "password manager: 1Password"): what follows is not a password."""
+2026): minimum 14 characters", "password manager: 1Password"): what follows is a password only with a
+strong password's shape (:func:`_rule_example`)."""
 
 
 _POSTAL_PIN_WORD_RE: Final = re.compile(r"pin\s?code|पिन\s?कोड", re.IGNORECASE)
