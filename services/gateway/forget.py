@@ -237,8 +237,7 @@ class ForgetService:
         await asyncio.to_thread(resources.access_log().erase_user, tenant, user_id)
         await asyncio.to_thread(resources.quarantine().erase_user, tenant, user_id)
         await asyncio.to_thread(resources.analytics().erase_user, tenant, user_id)
-        report = await self.erasure_report(principal, user_id=user_id)
-        return report.model_copy(update={"forgotten_at": now})
+        return await self.erasure_report(principal, user_id=user_id)
 
     @property
     def _guard_prefix(self) -> str:
@@ -290,7 +289,13 @@ class ForgetService:
             "quarantine": quarantine_rows,
             "analytics": await asyncio.to_thread(resources.analytics().user_rows, tenant, user_id),
         }
-        return ErasureReport(user_id=user_id, complete=not any(remaining.values()), remaining=remaining)
+        watermark = await Tombstones(redis).watermark(tenant, user_id)
+        return ErasureReport(
+            user_id=user_id,
+            complete=not any(remaining.values()),
+            remaining=remaining,
+            forgotten_at=None if watermark is None else datetime.fromtimestamp(watermark, UTC),
+        )
 
 
 __all__ = ["ForgetService", "session_member"]

@@ -185,6 +185,7 @@ async def test_forgetting_a_user_reaches_the_guards_claims_the_quarantine_and_th
         await stack.wait_caught_up(timeout_s=WAIT_S)  # the recall log and accesses are sunk
         before = (await http.get(f"/v1/users/{user}/erasure")).json()
         assert before["complete"] is False
+        assert before["forgotten_at"] is None  # never forgotten
         for store in ("vector_store", "guard_claims", "quarantine", "analytics"):
             assert before["remaining"][store] > 0, (store, before)
         redis = await stack.resources.redis()
@@ -202,4 +203,5 @@ async def test_forgetting_a_user_reaches_the_guards_claims_the_quarantine_and_th
         await _publish(stack, [secret, *told])  # replays of events from before the erasure
         after = (await http.get(f"/v1/users/{user}/erasure")).json()
     assert after["complete"] is True, after  # the guard dropped them: no claim, no quarantine row
+    assert after["forgotten_at"] == erased["forgotten_at"] is not None  # the report says when, every time
     assert await claims.held_events(redis, prefix, TENANT, events) == 0
