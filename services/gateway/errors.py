@@ -31,6 +31,18 @@ class InvalidRequestError(RequestError):
     code = "invalid_request"
 
 
+class OutOfRangeError(RequestError):
+    """Wire code ``validation_error`` (HTTP 422): a value outside a bound that the published schema states
+    from the running settings (``top_k`` up to ``HINDSIGHT_GATEWAY_MAX_TOP_K``, history ``limit`` up to
+    ``HINDSIGHT_GATEWAY_HISTORY_MAX``; ``/openapi.json`` and the MCP tool schemas carry the maximum), so it
+    is a schema violation like any other."""
+
+    code = "validation_error"
+
+    def __init__(self, message: str, *, field: str, fix: str) -> None:
+        super().__init__(message, field=field, fix=fix, status_code=422)
+
+
 class ForbiddenError(RequestError):
     """Wire code ``forbidden`` (HTTP 403): the key may not use this scope."""
 
@@ -114,7 +126,8 @@ class ErrorDetail(BaseModel):
     code: str = Field(
         description="Wire code: invalid_request (400), invalid_encoding (400: the body is not UTF-8), "
         "validation_error (422), unauthenticated (401), forbidden (403), not_found (404), conflict (409), "
-        "http_error (405 and other protocol errors), unavailable (503) or internal (500)."
+        "payload_too_large (413), http_error (405 and other protocol errors), unavailable (503) or internal "
+        "(500)."
     )
     message: str = Field(description="Human-readable description.")
     field: str | None = Field(None, description="The request field (or header) at fault, if any.")

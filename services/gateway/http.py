@@ -160,9 +160,9 @@ async def forget(
     responses={
         400: {
             "model": ErrorBody,
-            "description": "Invalid field value (code invalid_request): top_k above the configured "
-            "maximum, or time_from not before time_to (field time_from); or a body that is not "
-            "UTF-8 (code invalid_encoding).",
+            "description": "Invalid field value (code invalid_request): time_from not before time_to "
+            "(field time_from); or a body that is not UTF-8 (code invalid_encoding). A top_k above the "
+            "configured maximum (stated in this schema) is a 422 validation_error.",
         }
     },
     summary="Recall memories",

@@ -54,6 +54,7 @@ from services.gateway.errors import (
     ForbiddenError,
     InvalidRequestError,
     NotFoundError,
+    OutOfRangeError,
     PayloadTooLargeError,
     RecallNotFoundError,
 )
@@ -326,7 +327,7 @@ class MemoryService:
         default, most = self._settings.default_top_k, self._settings.max_top_k
         value = default if top_k is None else top_k
         if isinstance(value, bool) or not 1 <= value <= most:
-            raise InvalidRequestError(
+            raise OutOfRangeError(
                 f"top_k={top_k!r} is out of range",
                 field="top_k",
                 fix=f"ask for 1..{most} memories (default {default})",
@@ -359,7 +360,8 @@ class MemoryService:
         runs; the arguments are those of :meth:`recall`.
 
         Raises:
-            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            InvalidRequestError: empty ``query`` or ``user_id``, naive times.
+            OutOfRangeError: ``top_k`` outside 1..max_top_k.
             ForbiddenError: a per-agent key asked for another agent's scope.
         """
         if not query or not query.strip():
@@ -445,7 +447,8 @@ class MemoryService:
         of :meth:`plan_recall`.
 
         Raises:
-            InvalidRequestError: empty ``query`` or ``user_id``, ``top_k`` outside 1..max, naive times.
+            InvalidRequestError: empty ``query`` or ``user_id``, naive times.
+            OutOfRangeError: ``top_k`` outside 1..max_top_k.
             ForbiddenError: a per-agent key asked for another agent's scope.
             StoreUnavailableError / ModelUnavailableError: the store or the embedder failed.
         """
@@ -748,14 +751,15 @@ class MemoryService:
         both ways from it), oldest first.
 
         Raises:
-            InvalidRequestError: empty ``user_id``, or ``limit`` outside 1..history_max.
+            InvalidRequestError: empty ``user_id``.
+            OutOfRangeError: ``limit`` outside 1..history_max.
             StoreUnavailableError: the vector store failed.
         """
         with observe("history"):
             if not user_id or not user_id.strip():
                 raise InvalidRequestError("user_id is empty", field="user_id", fix="send the user's id")
             if isinstance(limit, bool) or not 1 <= limit <= self._settings.history_max:
-                raise InvalidRequestError(
+                raise OutOfRangeError(
                     f"limit={limit!r} is out of range",
                     field="limit",
                     fix=f"use 1..{self._settings.history_max}",

@@ -184,7 +184,7 @@ async def test_mcp_inspector_cli_sees_the_http_parameters_and_gets_http_shaped_e
         _call, embedded_default, "recall", query="x", user_id="u-interop", top_k="99"
     )
     error = _error_body(too_many)
-    assert (error["code"], error["field"]) == ("invalid_request", "top_k")
+    assert (error["code"], error["field"]) == ("validation_error", "top_k")
 
 
 @asynccontextmanager

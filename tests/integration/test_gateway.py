@@ -375,8 +375,9 @@ async def test_out_of_range_top_k_and_empty_query_name_the_field_and_the_fix(gat
         zero = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": 0})
         not_int = await client.post("/v1/recall", json={"query": QUERY, "user_id": USER, "top_k": "many"})
         empty = await client.post("/v1/recall", json={"query": "  ", "user_id": USER})
-    assert too_many.status_code == 400, too_many.text  # above the configured maximum (a setting)
-    assert too_many.json()["error"]["code"] == "invalid_request"
+    # above the configured maximum: /openapi.json states it, so it is a schema violation like the others
+    assert too_many.status_code == 422, too_many.text
+    assert too_many.json()["error"]["code"] == "validation_error"
     assert too_many.json()["error"]["field"] == "top_k"
     assert "1..15" in too_many.json()["error"]["fix"]
     for resp in (zero, not_int):  # the schema's own bounds and types: validation errors
@@ -581,6 +582,14 @@ async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gate
         huge = await client.post(  # refused by its Content-Length before it is read
             "/v1/memories", json={"user_id": USER, "session_id": "s", "content": "x" * (3 * 1024 * 1024)}
         )
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: refused while it arrives
+            for _ in range(3):
+                yield b"x" * (1024 * 1024)
+
+        huge_chunked = await client.post(
+            "/v1/memories", content=chunks(), headers={"content-type": "application/json"}
+        )
     assert resp.status_code == 202, resp.text
     assert many.status_code == 422, many.text
     assert many.json()["error"]["field"] == "tags"
@@ -589,6 +598,8 @@ async def test_retain_publishes_an_interaction_and_writes_no_store(gateway: Gate
     assert huge.status_code == 413, huge.text
     assert huge.json()["error"]["code"] == "payload_too_large"
     assert huge.json()["error"]["field"] == "body"
+    assert huge_chunked.status_code == 413, huge_chunked.text
+    assert huge_chunked.json()["error"]["code"] == "payload_too_large"
     assert empty_body.status_code == 422
     assert empty_body.json()["error"]["fix"] == "add the required fields 'user_id', 'session_id', 'content'"
     assert bad_scope.status_code == 422
@@ -699,7 +710,7 @@ async def test_mcp_tools_share_the_service_and_the_tenant_comes_from_the_key(gat
         assert top["provenance"]["event_ids"]
 
         too_many = _error(await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": 99}))
-        assert (too_many["code"], too_many["field"]) == ("invalid_request", "top_k")
+        assert (too_many["code"], too_many["field"]) == ("validation_error", "top_k")  # the schema's maximum
         assert "1..15" in too_many["fix"]
         not_int = _error(await client_a.call_tool("recall", {"query": QUERY, "user_id": USER, "top_k": "x"}))
         assert (not_int["code"], not_int["field"]) == ("validation_error", "top_k")
@@ -849,8 +860,9 @@ async def test_openapi_states_the_bounds_the_server_enforces_and_a_non_utf8_body
     assert latin1.json()["error"]["code"] == "invalid_encoding"
     assert latin1.json()["error"]["field"] == "body"
     assert "UTF-8" in latin1.json()["error"]["fix"]
-    assert too_long.status_code == 400  # the configured history_max, stated as the schema's maximum
-    assert too_long.json()["error"]["field"] == "limit"
+    assert too_long.status_code == 422  # the configured history_max, stated as the schema's maximum
+    too_long_error = too_long.json()["error"]
+    assert (too_long_error["code"], too_long_error["field"]) == ("validation_error", "limit")
     assert typo.status_code == 422  # unknown query parameters are refused like unknown body fields
     assert typo.json()["error"]["field"] == "limt"
     assert trace.status_code == 405
