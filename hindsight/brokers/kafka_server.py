@@ -311,6 +311,7 @@ class BrokerProcess:
                 stdout=stdout,
                 stderr=subprocess.STDOUT,
                 env=self._environment(),
+                process_group=0,  # a terminal's Ctrl-C reaches the owner only; it stops the broker last
             )
         except OSError as error:
             self._close_log()

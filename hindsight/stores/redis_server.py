@@ -245,6 +245,7 @@ class EmbeddedRedis:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
+                process_group=0,  # a terminal's Ctrl-C reaches the owner only; it stops the server last
             )
             deadline = time.monotonic() + self._startup_timeout_s
             while time.monotonic() < deadline and process.poll() is None and not _pings(port):

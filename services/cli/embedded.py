@@ -10,9 +10,10 @@ as in production; only the stores are local.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,13 +96,25 @@ class Stack:
 
 
 class _SecondTickServer(uvicorn.Server):
-    """uvicorn's server with a 1 s housekeeping tick instead of 0.1 s.
+    """uvicorn's server embedded in a process that owns its signals, with a 1 s housekeeping tick
+    instead of 0.1 s.
 
     uvicorn 0.54 (``Server.main_loop``) wakes ten times a second to refresh the ``Date`` header
     (every tenth tick) and to notice ``should_exit``; an idle gateway paid for those wake-ups. Here
     every tick is a tenth tick: the ``Date`` header still changes each second, and a stop is noticed
     within a second.
+
+    ``Server.capture_signals`` replaces the process's SIGINT/SIGTERM handlers while it serves and
+    raises the signals it caught again when it ends; a second SIGINT (a terminal's Ctrl-C reaches
+    ``uv`` and ``hindsight`` both, and ``uv`` forwards it) made it force the exit and cancel the
+    lifespan, which printed a ``CancelledError`` traceback. ``hindsight up`` handles the signals on
+    its event loop and stops the server itself (``should_exit``), so the server captures none.
     """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        """Leave the process's signal handlers alone (its owner stops this server)."""
+        yield
 
     async def main_loop(self) -> None:
         """Tick once a second until ``on_tick`` says to exit."""

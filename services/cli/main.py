@@ -133,6 +133,7 @@ def up(
                         discovery.forget(cfg.runtime.data_dir, os.getpid())
 
             asyncio.run(main())
+        typer.echo("hindsight up: stopped")
     except HindsightError as exc:
         raise _fail(exc) from exc
 
