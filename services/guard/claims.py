@@ -554,8 +554,8 @@ def restated_consent(text: str, *, max_chars: int) -> int:
     consenting = [part for part in parts if _CONSENT_RE.search(part)]
     if len(consenting) < CONSENT_MIN_SENTENCES:
         return 0
-    # the user's consent to one thing said again: two consenting sentences that name the user share a
-    # term; terms of service and a consent log list the user once and consent to different things
+    # the user's consent to one thing said again: two consenting sentences that name the user share most
+    # of their terms; terms of service and a permission log consent to different things
     tied = [terms for part in consenting if _names_user(part) and len(terms := _consent_terms(part)) >= 2]
     restated = any(
         len(a & b) >= CONSENT_MIN_OVERLAP * min(len(a), len(b))
