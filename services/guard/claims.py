@@ -493,7 +493,6 @@ def hammered_name(text: str, *, min_count: int, min_density: float, max_chars: i
 _CLIENT_RE: Final = re.compile(r"(?<![^\W\d_])(?:o|a|el|la|il|al|del|do|da)\s+client[ea](?![^\W\d_])", re.I)
 """"O cliente" / "el cliente" / "il cliente": the user in a CRM's voice, or any customer in business prose,
 so it counts only beside a chanted name (:func:`_chanted`)."""
-_FRAGMENT_RE: Final = re.compile(r"[^.!?。！？;；\n,，、:：]+")
 
 
 CHANT_MIN_TIMES: Final = 3
@@ -506,7 +505,7 @@ def _chanted(text: str, term: str) -> bool:
     a slogan hammered in, not a sentence about the thing ("Keep in mind: Redis is single-threaded. ...
     Redis is the best fit here" is an explainer; "Best cordless vacuum? Dyson, easily." an answer)."""
     said = 0
-    for clause in _FRAGMENT_RE.findall(text):
+    for clause in _CLAUSE_RE.findall(text):
         words = [w.lower() for w in _NAME_WORD_RE.findall(clause)]
         if (
             words
