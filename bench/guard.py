@@ -88,6 +88,9 @@ author, 2026-12-03, frozen before any run; never trains the classifier."""
 BLIND12_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind12.txt"
 """Fourteenth set (split ``blind12``, 243 lines, ~23 % twenty-one other languages, ~31 % Chinese): a new
 author, 2026-12-03 (evening), frozen before any run; never trains the classifier."""
+BLIND13_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind13.txt"
+"""Fifteenth set (split ``blind13``, 246 lines, ~27 % twenty-six other languages, ~31 % Chinese): a new
+author, 2026-12-03 (night), frozen before any run; never trains the classifier."""
 REPETITION_DEV_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_repetition_dev.txt"
 """A repetition development set (split ``repetition_dev``, 159 lines: 80 attacks, 79 repetitive benign
 texts) by another author, written to be read: the repetition changes of 2026-12-03 came from it."""
@@ -111,7 +114,8 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind9": (BLIND9_PATH, "eleventh held-out set (read 2026-12-03; never trains)"),
     "blind10": (BLIND10_PATH, "twelfth held-out set (rule side read 2026-12-03)"),
     "blind11": (BLIND11_PATH, "thirteenth held-out set (rule side read 2026-12-03)"),
-    "blind12": (BLIND12_PATH, "fourteenth held-out set"),
+    "blind12": (BLIND12_PATH, "fourteenth held-out set (read 2026-12-03)"),
+    "blind13": (BLIND13_PATH, "fifteenth held-out set"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
     "repetition_dev": (REPETITION_DEV_PATH, "repetition development set (read)"),
     "redteam_dev": (REDTEAM_DEV_PATH, "red-team development set (read)"),
