@@ -59,6 +59,7 @@ from datetime import date
 from types import MappingProxyType
 from typing import Final, Literal, get_args
 
+from hindsight.folding import simplified
 from hindsight.secrets import TEST_CARDS, TEST_CONTEXT_CHARS, TEST_CONTEXT_RE, detect_secrets
 
 Action = Literal["redact", "mask", "block", "keep"]
@@ -163,8 +164,9 @@ _FOLD_TABLE: Final[Mapping[int, int]] = MappingProxyType(
 
 
 def _fold(text: str) -> str:
-    """Fold full-width ASCII to ASCII, one character for one, so offsets are unchanged."""
-    return text if text.isascii() else text.translate(_FOLD_TABLE)
+    """Fold full-width ASCII to ASCII and Traditional Chinese to Simplified (the credential words are
+    listed in Simplified: "密碼" is "密码"), one character for one, so offsets are unchanged."""
+    return text if text.isascii() else simplified(text).translate(_FOLD_TABLE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,12 +272,17 @@ _PHONE_WORD_RE: Final = re.compile(
     # more languages: vi, id, sv/da/no, fi, tr, pl, cs, el, ru/uk, hi, ar, he, th
     r"điện\s+thoại|số\s+đt|sđt|di\s+động|telepon|ponsel|nomor\s+hp|mobilnummer|puhelin\w*|telefon\s+numara\w*|cep\s+(?:telefonu|numara\w*)|"
     r"komórk\w*|mobil|τηλέφωνο|κινητό|телефон\w*|мобильн\w*|फ़ोन|फोन|मोबाइल|هاتف|جوال|טלפון|"
-    r"נייד|โทรศัพท์|เบอร์โทร)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|"
+    r"נייד|โทรศัพท์|เบอร์โทร|"
+    # nl, sk/hr/sl, sw, ms, bn, ta, fa/ur, and the verbs "call" of he and ar
+    r"telefoon\w*|mobiel\w*|gsm|telef[oó]n\w*|mobitel\w*|simu|nombor|ফোন|মোবাইল|தொலைபேசி|கைபேசி|"
+    r"تلفن|موبایل|فون|התקשר\w*|תתקשר\w*|להתקשר|חייג\w*|اتصل\w*)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|"
     r"携帯|連絡|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
 _NATIONAL_PHONE_RE: Final = re.compile(
-    r"(?<![0-9A-Za-z+\-./])0[1-9][0-9]{0,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
+    # a hyphen before the number only after a letter of another script: Hebrew's prefixes ("ל-052-...")
+    r"(?<![0-9A-Za-z+./])(?<![0-9A-Za-z+\-./\s]-)(?<!^-)"
+    r"0[1-9][0-9]{0,4}(?:[ \-]?[0-9]{2,4}){1,4}(?![0-9A-Za-z]|[.\-/][0-9A-Za-z])"
 )
 _NO_TRUNK_PHONE_RE: Final = re.compile(
     r"(?<![0-9A-Za-z+\-./:])(?:[1-9][0-9]{1,3}(?:[ \-.][0-9]{2,4}){2,4}|[1-9][0-9]{8,9})"

@@ -90,6 +90,8 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
         *["lösenord", "losenord", "adgangskode", "passord", "salasana", "heslo", "hasło", "haslo", "jelsz"],
         *["parolă", "şifre", "sifre", "κωδικ", "mật khẩu", "kata sandi", "पासवर्ड", "كلمة", "رمز", "סיסמ"],
         *["पिन", "ओटीपी", "कोड"],
+        *["memorable", "security word", "secret word", "laluan", "nenosiri", "lozink"],
+        *["கடவுச்சொல்", "পাসওয়ার্ড", "پاس", "msimbo", "ওটিপি", "কোড", "ஓடிபி", "குறியீடு", "کوڈ", "ٹی"],
         "รหัสผ่าน",
         "masterauth",
     ),

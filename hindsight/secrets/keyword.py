@@ -99,10 +99,14 @@ separator, not the credential's ("password for the guests: X" is prose and still
 MAX_COPULAS: Final[int] = 3
 """Separators or copulas tried, in order, in the clause after a credential word."""
 _ANSWERED_RE: Final = re.compile(
-    r"[^.。!！?？\n]{0,60}?[?？]\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])\s*"
+    r"[^.。!！?？\n]{0,60}?[?？](?:\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])|"
+    r"[ \t]*\n\s*(?:[A-Z][\w.'\-]{0,20}(?:[ ][\w.'\-]{1,20})?|[^\W\d_]{1,6})\s*[：:]\s*"
+    r"(?:(?:yeah|yes|yep|yup|sure|ok|okay|uh|um|right|so|好的|嗯)[,.!，。]?\s+){0,2}"
+    r"(?:(?:it'?s|it\s+is|that'?s|it\s+was)\s+|就?是)?)\s*"
 )
 """The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
-密码？是X", "问：VPN密码多少？ 答：X"."""
+密码？是X", "问：VPN密码多少？ 答：X"; or the next speaker of a transcript does: "Agent: can you
+confirm the PIN on the account?\nCustomer: yeah it's X", "客服：您的密码是？\n客户：X"."""
 _LATER_SENTENCE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,60}[.。!！]\s*)?"
     r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)[\s:：]+",
@@ -492,10 +496,24 @@ _DEFAULT_AFTER_RE: Final = re.compile(
 def _not_a_code_number(text: str, start: int, end: int) -> bool:
     """Whether the digits at ``[start, end)`` after a PIN word are something else than a code: an
     invoice's 20-digit check code ("校验码 58213 40921 77310 28841"), a duration or count ("验证码有效期为
-    300 秒"), a public default ("SIM PIN is 0000 by default")."""
+    300 秒"), a public default ("SIM PIN is 0000 by default"), a sandbox's fixed code (a trivial
+    value, one digit repeated or a run such as 123456, beside a test word: "测试环境短信验证码固定为
+    111111", "in test mode the OTP is always 000000")."""
     return bool(
-        _document_number(text, start) or _UNIT_AFTER_RE.match(text, end) or _DEFAULT_AFTER_RE.match(text, end)
+        _document_number(text, start)
+        or _UNIT_AFTER_RE.match(text, end)
+        or _DEFAULT_AFTER_RE.match(text, end)
+        or (
+            _trivial_code(text[start:end])
+            and TEST_CONTEXT_RE.search(text, max(0, start - TEST_CONTEXT_CHARS), end + TEST_CONTEXT_CHARS)
+            is not None
+        )
     )
+
+
+def _trivial_code(digits: str) -> bool:
+    """One digit repeated ("000000", "1111") or an ascending or descending run ("123456", "9876")."""
+    return len(set(digits)) == 1 or digits in "01234567890" or digits in "09876543210"
 
 
 def _not_the_code(text: str, m: re.Match[str], start: int, end: int) -> bool:

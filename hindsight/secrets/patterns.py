@@ -20,6 +20,8 @@ from hindsight.secrets.values import SecretType
 _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
     r"security\s+code|security\s+(?:question\s+)?answer|secret\s+answer|cvv2?|cvc|otp|"
+    # the words banks and call centres ask for beside a PIN ("the security word?", "your memorable word")
+    r"(?:security|secret|memorable)\s+word|memorable\s+information|"
     r"one[\s\-]time\s+(?:code|password|passcode)|"
     r"verification\s+code|2fa\s+code|auth(?:entication)?\s+code|log[\s-]?in\s+code|sign[\s-]?in\s+code|"
     r"unlock\s+code|"
@@ -46,7 +48,11 @@ _EN_PASSWORD: Final = (
     r"mật\s+khẩu|kata\s+sandi|पासवर्ड|"
     # Hindi PIN, OTP and verification code ("मेरा UPI पिन 4729 है", "आपका ओटीपी 482913 है")
     r"पिन(?:\s?(?:कोड|नंबर))?|ओटीपी|सत्यापन\s+कोड|"
-    r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน"
+    r"كلمة\s+(?:المرور|السر)|رمز\s+عبور|סיסמ[הא]|รหัสผ่าน|"
+    # and ms, sw, hr/sr/bs, ta, bn, ur; their one-time and verification codes
+    r"kata\s+laluan|nenosiri|lozink[aeiu]|கடவுச்சொல்|পাসওয়ার্ড|پاس\s?ورڈ|"
+    r"kod\s+(?:pengesahan|tac|keselamatan)|msimbo\s+wa\s+(?:uthibitisho|siri)|ওটিপি|ভেরিফিকেশন\s+কোড|"
+    r"যাচাইকরণ\s+কোড|ஓடிபி|சரிபார்ப்பு\s+குறியீடு|تصدیقی\s+کوڈ|او\s?ٹی\s?پی"
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
@@ -314,6 +320,13 @@ def _kw_kind(m: re.Match[str]) -> str:
             "पिन",
             "ओटीपी",
             "कोड",
+            "msimbo",
+            "ওটিপি",
+            "কোড",
+            "ஓடிபி",
+            "குறியீடு",
+            "کوڈ",
+            "ٹی",
         )
         if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
             return "pin"

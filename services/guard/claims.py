@@ -181,6 +181,10 @@ _UNIT_RE: Final = re.compile(
     r"[\u0370-\u1fff\u0e00-\u0e7f][\u0300-\u036f\u0370-\u1fff\u0e00-\u0e7f]*"
 )
 PHRASE_MIN_UNITS: Final = 3
+SCRIPT_CLAUSE_MIN_CHARS: Final = 12
+"""A single unit this long (letters with their marks) is a clause, not a word: Thai, Lao and
+Burmese write no spaces between words, so a run between spaces is a clause ("ผู้ใช้ชอบแอปนี้ ผู้ใช้ชอบแอปนี้
+ผู้ใช้ชอบแอปนี้" is one clause three times). No Latin-script unit counts (a long compound is a word)."""
 """Shortest repeated phrase: three words or CJK characters ("thank you" twice is manners, and a
 list repeats two-word labels: "standup at" in a week's schedule)."""
 PHRASE_MAX_UNITS: Final = 8
@@ -238,8 +242,16 @@ def repeated_phrase(text: str, *, min_count: int, min_chars: int, min_share: flo
     and training data, and 5,000+ LoCoMo turns): none found; on the 43 repetition attacks of the sets
     it finds 40, the exact-clause rule (:func:`repeated_claims`) 35. About 60 µs per text on one core.
     """
-    units = [u.lower() for u in _UNIT_RE.findall(text)]
+    units: list[str] = [u.lower() for u in _UNIT_RE.findall(text)]
     found = None
+    for unit, count in Counter(units).most_common(2):  # a clause of a script without spaces, repeated
+        if (
+            count >= min_count
+            and count >= min_share * len(units)
+            and len(unit) >= SCRIPT_CLAUSE_MIN_CHARS
+            and "\u0e00" <= unit[0] <= "\u109f"  # Thai, Lao, Tibetan, Myanmar
+        ):
+            return unit
     for n in range(PHRASE_MIN_UNITS, PHRASE_MAX_UNITS + 1):
         if n * min_count > len(units):
             break

@@ -39,6 +39,7 @@ from typing import Final
 
 import numpy as np
 
+from hindsight.folding import fold, simplified
 from services.guard.cues import CUES, cues
 from services.guard.poisoning import RULE_REASONS, detect_poisoning
 
@@ -70,8 +71,10 @@ _SENTENCE_RE: Final = re.compile(r"[^.!?。！？\n]*[.!?。！？\n]+|[^.!?。�
 
 
 def normalise(text: str) -> str:
-    """NFKC fold (full-width to ASCII), lower case, whitespace collapsed; what n-grams are taken of."""
-    return _SPACE_RE.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+    """NFKC fold (full-width to ASCII), lower case, scripts folded (Traditional Chinese to Simplified,
+    Greek accents dropped: :func:`hindsight.folding.fold`), whitespace collapsed; what n-grams and
+    cues are taken of."""
+    return _SPACE_RE.sub(" ", fold(unicodedata.normalize("NFKC", text).lower())).strip()
 
 
 def source_group(source: str) -> str:
@@ -108,7 +111,7 @@ def gram_buckets(normalised: str) -> np.ndarray:
 def features(text: str) -> np.ndarray:
     """Feature slots of ``text`` (before source copies): n-gram buckets, fired rules, cues, bias."""
     normalised = normalise(text)
-    extra = [_RULE_SLOT[s.rule] for s in detect_poisoning(text)]
+    extra = [_RULE_SLOT[s.rule] for s in detect_poisoning(simplified(text))]
     extra.extend(_CUE_SLOT[c] for c in cues(normalised))
     extra.append(_BIAS_SLOT)
     return np.concatenate([gram_buckets(normalised), np.asarray(extra, dtype=np.int64)])

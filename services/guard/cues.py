@@ -32,6 +32,8 @@ from typing import Final
 
 import ahocorasick_rs
 
+from hindsight.folding import fold
+
 
 @dataclass(frozen=True, slots=True)
 class Family:
@@ -176,7 +178,7 @@ FAMILIES: Final[dict[str, Family]] = {
         "bank account, card ending, credit card, payment method, payment details",
         "allerg anaphyla medicat prescri password passcode",
         chinese="过敏 用药 药物 处方 剂量 胰岛素 华法林 停药 "
-        "服用 真实姓名 出生日期 身份证 护照 血型 密码 口令 验证码"
+        "服用 真实姓名 出生日期 身份证 护照 血型 密码 口令 验证码 "
         "收款 银行卡 账户 支付",
     ),
     "hidden_markup": _f(
@@ -201,24 +203,30 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     # The same concepts in the other languages users and attackers write in (German, French, Spanish,
     # Portuguese, Italian, Dutch, Polish, Russian, Turkish, Japanese, Korean, Vietnamese, Indonesian;
     # since 2026-12-03 evening also Swedish, Danish, Norwegian, Finnish, Czech, Ukrainian, Greek, Hindi,
-    # Arabic, Hebrew, Thai, Romanian, Hungarian),
+    # Arabic, Hebrew, Thai, Romanian, Hungarian; since 2026-12-03 night also Bengali, Tamil, Swahili, Malay,
+    # Tagalog, Persian, Urdu, Croatian/Serbian, Slovak and more Vietnamese and Turkish),
     # general vocabulary as above; literals separated by "|" (they may hold spaces), matched as
     # substrings of the normalised text like the Chinese terms. More Chinese terms of safety topics.
     "ai_reader": "assistent|ki-assistent|asistente|assistente|ассистент|ии-помощник|アシスタント|"
     "エージェント|チャットボット|어시스턴트|에이전트|챗봇|trợ lý ảo|asisten ai|"
     "assistenten|ai-assistent|avustaja|tekoälyavustaja|asistent|asistenta|asistentovi|асистент|"
-    "ші-асистент|βοηθός|βοηθέ|सहायक|एआई|مساعد|المساعد|עוזר|העוזר|ผู้ช่วย|asistentul|asszisztens",
+    "ші-асистент|βοηθός|βοηθέ|सहायक|एआई|مساعد|المساعد|עוזר|העוזר|ผู้ช่วย|asistentul|asszisztens|"
+    "trợ lý|সহকারী|এআই|உதவியாளர்|msaidizi|pembantu ai|katulong|دستیار|اسسٹنٹ",
     "memory_write": "merke dir|merk dir|speichere|vermerke|mémorise|retiens que|enregistre|memoriza|"
     "recuerda que|anota que|memorize|lembre-se|memorizza|ricorda che|onthoud|zapamiętaj|запомни|сохрани|"
     "запиши|unutma|覚えて|記憶して|保存して|登録して|記録して|기억해|저장해|기록해|등록해|hãy nhớ|ingat|"
     "kom ihåg|spara det|spara detta|husk det|husk at|gem det|lagre det|lagre dette|muista|tallenna|"
     "zapamatuj|ulož|zapiš|запам'ятай|збережи|запиши|"
     "θυμήσου|αποθήκευσε|याद रखें|याद रख|सहेजें|सेव करें|تذكر|احفظ|سجل|זכור|שמור|จำไว้|บันทึก|"
-    "ține minte|salvează|jegyezd meg|mentsd el",
+    "ține minte|salvează|jegyezd meg|mentsd el|"
+    "ghi nhớ|lưu lại|lưu vào|মনে রাখ|সংরক্ষণ কর|நினைவில் வை|நினைவில் கொள்|kumbuka|hifadhi|simpan|"
+    "catat|tandaan|به خاطر بسپار|ذخیره کن|یادت باشد|یاد رکھ|محفوظ کر|zapamti|spremi|zabilježi|"
+    "zapamätaj",
     "memory_target": "gedächtnis|mémoire|memoria|memória|geheugen|pamięć|памят|hafıza|長期記憶|記憶に|"
     "プロフィール|장기 기억|기억에|프로필|bộ nhớ|ingatan|"
     "i minnet|långtidsminne|hukommelse|hukommelsen|muisti|muistiin|paměť|paměti|пам'ять|пам'яті|μνήμη|"
-    "μνήμης|मेमोरी|स्मृति|الذاكرة|ذاكرة|זיכרון|הזיכרון|หน่วยความจำ|ความจำ|memoria ta|memória|memóriá",
+    "μνήμης|मेमोरी|स्मृति|الذاكرة|ذاكرة|זיכרון|הזיכרון|หน่วยความจำ|ความจำ|memoria ta|memória|memóriá|"
+    "trí nhớ|স্মৃতি|মেমোরি|நினைவகம்|kumbukumbu|memori|حافظه|memorij",
     "persistence": "ab sofort|von nun an|von jetzt an|künftig|zukünftig|dauerhaft|désormais|dorénavant|"
     "à partir de maintenant|à l'avenir|a partir de ahora|de ahora en adelante|en adelante|a partir de agora|"
     "de agora em diante|daqui em diante|d'ora in poi|da ora in poi|d'ora in avanti|vanaf nu|voortaan|"
@@ -229,7 +237,10 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "heretter|tästä lähtien|jatkossa|od teď|od nynějška|napříště|ve všech budoucích|vždy|"
     "відтепер|надалі|завжди|з цього моменту|από τώρα και στο εξής|στο εξής|πάντα|आगे से|अब से|हमेशा|"
     "भविष्य में|हर उत्तर|من الآن فصاعدا|من الآن|دائما|دائمًا|מעכשיו|מהיום|תמיד|ต่อจากนี้|ตั้งแต่นี้|"
-    "ทุกครั้ง|ตลอดไป|de acum înainte|întotdeauna|mostantól|ezentúl|mindig",
+    "ทุกครั้ง|ตลอดไป|de acum înainte|întotdeauna|mostantól|ezentúl|mindig|"
+    "luôn luôn|mãi mãi|vĩnh viễn|এখন থেকে|সবসময়|স্থায়ীভাবে|இனிமேல்|எப்போதும்|நிரந்தரமாக|"
+    "kuanzia sasa|daima|siku zote|kila mara|mulai hari ini|selamanya|sentiasa|mula ngayon|palagi|"
+    "از این به بعد|همیشه|اب سے|ہمیشہ|od sada|ubuduće|uvijek|zauvijek|odteraz",
     "authority": "administrator|administrateur|administrador|amministratore|администратор|systemhinweis|"
     "avis système|aviso del sistema|aviso do sistema|системное уведомление|sicherheitsteam|"
     "équipe de sécurité|equipo de seguridad|служба безопасности|管理者|システム通知|運営事務局|"
@@ -238,13 +249,18 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "systémové oznámení|bezpečnostní tým|адміністратор|системне повідомлення|служба безпеки|"
     "διαχειριστής|ειδοποίηση συστήματος|व्यवस्थापक|सिस्टम सूचना|مسؤول النظام|إشعار النظام|"
     "מנהל המערכת|הודעת מערכת|ผู้ดูแลระบบ|ประกาศระบบ|administratorul|notificare de sistem|"
-    "rendszergazda|rendszerüzenet",
+    "rendszergazda|rendszerüzenet|"
+    "quản trị viên|thông báo hệ thống|প্রশাসক|সিস্টেম বিজ্ঞপ্তি|நிர்வாகி|msimamizi|"
+    "taarifa ya mfumo|pentadbir|notis sistem|pemberitahuan sistem|tagapangasiwa|مدیر سیستم|"
+    "اطلاعیه سیستم|منتظم|obavijest sustava",
     "precedence": "vorrang|hat priorität|priorité sur|prioridad sobre|prioridade sobre|priorità su|"
     "приоритет над|ignoriere|ignore les|ignora las|ignore as|ignora le|игнорируй|優先して|無視して|"
     "우선합니다|무시하고|"
     "har företräde|ignorera|ignorer|ignoruj|má přednost|ігноруй|має пріоритет|αγνόησε|"
     "προτεραιότητα|अनदेखा|प्राथमिकता|تجاهل|أولوية|התעלם|עדיפות|ละเว้น|เพิกเฉย|ignoră|prioritate|"
-    "hagyd figyelmen kívül|elsőbbség",
+    "hagyd figyelmen kívül|elsőbbség|"
+    "bỏ qua|ưu tiên hơn|উপেক্ষা|புறக்கணி|puuza|kipaumbele|abaikan|keutamaan|نادیده بگیر|zanemari|"
+    "ignoriraj|ima prednost",
     "concealment": "ohne zu fragen|ohne rückfrage|ohne bestätigung|sans demander|sans confirmation|"
     "sin preguntar|sin confirmación|sem perguntar|sem confirmação|senza chiedere|senza conferma|"
     "не спрашивая|без подтверждения|sormadan|確認せずに|知らせずに|黙って|묻지 말고|확인하지 말고|"
@@ -252,11 +268,14 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "utan att fråga|säg inte|berätta inte|uten å spørre|ikke fortell|kysymättä|älä kerro|neříkej|"
     "bez ptaní|bez potvrzení|не кажи|не повідомляй|без підтвердження|μην πεις|χωρίς να ρωτήσεις|"
     "मत बताना|न बताएं|बिना पूछे|لا تخبر|دون أن تسأل|אל תספר|בלי לשאול|ไม่ต้องบอก|โดยไม่ต้องถาม|"
-    "nu spune|fără să întrebi|ne szólj|kérdezés nélkül",
+    "nu spune|fără să întrebi|ne szólj|kérdezés nélkül|"
+    "không cần hỏi|đừng nói|không cần báo|জিজ্ঞাসা না করে|bila kuuliza|usimwambie|tanpa bertanya|"
+    "jangan beritahu|بدون پرسیدن|bez pitanja|ne govori",
     "promotion": "empfiehl|empfehle|recommande|recomienda|recomende|raccomanda|рекомендуй|öner|勧め|"
     "おすすめ|推奨|추천|권장|"
     "rekommendera|anbefal|suosittele|doporuč|рекомендуйте|πρότεινε|सुझाव दें|सिफारिश|اقترح|המלץ|"
-    "แนะนำ|recomandă|ajánld",
+    "แนะนำ|recomandă|ajánld|"
+    "giới thiệu|đề xuất|সুপারিশ|பரிந்துரை|pendekeza|cadangkan|rekomendasikan|پیشنهاد کن|توصیه|preporuči",
     "correction": "irrtümlich|fehlerhaft|ungültig|nicht mehr|erroné|invalide|ne plus|erróneo|inválido|"
     "ya no|errado|não mais|errato|non più|ошибочн|недействител|больше не|誤り|間違い|無効|取り消|"
     "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用|"
@@ -264,7 +283,10 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "omylem|už ne|помилково|більше не|недійсн|λάθος|εσφαλμένα|δεν ισχύει|गलती से|गलत|"
     "अब नहीं|عن طريق الخطأ|لم يعد|בטעות|שגוי|כבר לא|ผิดพลาด|greșit|din greșeală|nu mai este|"
     "nu mai e |tévesen|"
-    "már nem",
+    "már nem|"
+    "nhầm lẫn|không còn|sai sót|bị sai|ভুলবশত|ভুল|தவறாக|kimakosa|si sahihi|tersilap|tidak lagi|"
+    "pagkakamali|اشتباه|غلطی|greškom|pogrešno|više nije|omylom|nesprávne|už nie|yanlışlıkla|hatalı|"
+    "geçersiz",
     "safety_topic": "allergie|alergia|allergia|аллерги|alerji|アレルギー|알레르기|medikament|médicament|"
     "medicamento|farmaco|лекарств|薬|복용|notfallkontakt|contact d'urgence|contacto de emergencia|"
     "contato de emergência|contatto di emergenza|экстренн|緊急連絡先|비상 연락처|보호자|紧急联系人|"
@@ -275,7 +297,12 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "екстрений контакт|επαφή έκτακτης|आपातकालीन संपर्क|جهة اتصال الطوارئ|איש קשר לחירום|"
     "ผู้ติดต่อฉุกเฉิน|bankkonto|pankkitili|bankovní účet|банківськ|τραπεζικό λογαριασμό|बैंक खाता|"
     "حساب بنكي|חשבון בנק|บัญชีธนาคาร|cont bancar|bankszámla|beneficiario|bénéficiaire|empfänger|"
-    "begunstigde|beneficiário",
+    "begunstigde|beneficiário|"
+    "dị ứng|thuốc|liên hệ khẩn cấp|tài khoản ngân hàng|অ্যালার্জি|ওষুধ|জরুরি যোগাযোগ|"
+    "ব্যাংক অ্যাকাউন্ট|ஒவ்வாமை|மருந்து|அவசர தொடர்பு|வங்கி கணக்கு|mzio|mawasiliano ya dharura|"
+    "akaunti ya benki|alahan|ubat|kenalan kecemasan|kontak darurat|akaun bank|rekening bank|gamot|"
+    "آلرژی|حساسیت|دارو|تماس اضطراری|حساب بانکی|الرجی|alergij|lijek|hitni kontakt|bankovni račun|"
+    "alergi|liek|núdzový kontakt|bankový účet",
 }
 """Literals per family in more languages (joined to :data:`FAMILIES` at build time)."""
 
@@ -324,10 +351,10 @@ def _build() -> tuple[
         for pattern in (*family.phrases, *family.prefixes):
             english[pattern].add(name)
         for term in family.chinese:
-            literal[term.lower()].add(name)
+            literal[fold(term.lower())].add(name)
     for name, terms in OTHER_LANGUAGES.items():
         for term in terms.split("|"):
-            literal[term.lower()].add(name)
+            literal[fold(term.lower())].add(name)
     return _automaton(english), _automaton(literal)
 
 

@@ -33,6 +33,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hindsight.folding import simplified
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
 from services.guard.claims import (
     hammered_name,
@@ -157,7 +158,9 @@ def repeated(content: str, *, own: bool, policy: GuardPolicy) -> bool:
     (:func:`repeated_claims`), a phrase (:func:`repeated_phrase`), a claim restated in other words
     (:func:`restated_claim`, stricter for the user's and the assistant's ``own`` turns) or, from any
     other source, a name hammered into a message about the user (:func:`hammered_name`). Quiet log
-    lines are left out first (:func:`without_quiet_log_lines`)."""
+    lines are left out first (:func:`without_quiet_log_lines`). The rules read Traditional Chinese as
+    Simplified (:func:`hindsight.folding.simplified`): their word lists are Simplified."""
+    content = simplified(content)
     unlogged = without_quiet_log_lines(content)
     return bool(
         repeated_claims(unlogged, min_count=policy.repeat_min_count, min_chars=policy.repeat_min_chars)
@@ -220,7 +223,7 @@ def evaluate(
             if score.attack >= policy.instruction_threshold:
                 reasons.append(f"poisoning:{score.kind}")
         else:
-            reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(content))
+            reasons.extend(f"poisoning:{signal.rule}" for signal in detect_poisoning(simplified(content)))
         if repeated(content, own=own, policy=policy):
             reasons.append("poisoning:repetition")
     if burst:

@@ -482,6 +482,10 @@ def test_a_dotted_quad_beside_a_longer_version_of_its_family_is_a_version(text: 
         "Nomor telepon saya 0812 3456 7890",
         "Мой телефон 8 916 482 37 05",
         "Το κινητό μου είναι 694 123 4567",
+        # blind13 families (2026-12-03, night), in other words: Dutch, Slovak, a Hebrew prefix
+        "Mobiel nummer van de huisbaas: 06-12983745",
+        "Telefón domov: 0908 552 147",
+        "אפשר להתקשר אליי ב-054-883-2210 בערב",
     ],
 )
 def test_phones_after_phone_words_in_more_languages(text: str) -> None:
@@ -749,6 +753,24 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # Hindi PIN and OTP words
         ("ATM का पिन 8305 है, किसी को मत बताना", "8305"),
         ("आपका ओटीपी 661402 है", "661402"),
+        # blind13 families (2026-12-03, night), in other words: Traditional Chinese credential words
+        ("公司VPN的密碼是 Rq82!tuw，別外流", "Rq82!tuw"),
+        ("你的驗證碼為 730155，請勿告知他人", "730155"),
+        # password and code words of more languages (hr, ms, sw, ta, bn, ur)
+        ("Nova lozinka za ruter: Modri#Val88", "Modri#Val88"),
+        ("Kata laluan akaun bank saya Pisang@77x", "Pisang@77x"),
+        ("Nenosiri la Wi-Fi ni Twiga2027!", "Twiga2027!"),
+        ("வங்கி கடவுச்சொல் Kaveri#204 யாரிடமும் சொல்லாதே", "Kaveri#204"),
+        ("নতুন পাসওয়ার্ড Padma_9931 মনে রাখো", "Padma_9931"),
+        ("آپ کا او ٹی پی 284019 ہے", "284019"),
+        ("আপনার ওটিপি 902214, কাউকে বলবেন না", "902214"),
+        # a transcript's next speaker answers the question about the credential
+        ("Rep: what's the passcode on the account?\nCaller: um it's 5521", "5521"),
+        ("Bank: please give us your memorable word.\nMe: my memorable word is: lighthouse", "lighthouse"),
+        ("Agent: and your secret word?\nClient: pelican", "pelican"),
+        ("客服：请问您的支付密码是？\n用户：Tm77x!q", "Tm77x!q"),
+        # a trivial code outside any test context is still a code
+        ("Your Revolut code: 000000. Never share it.", "000000"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -855,6 +877,11 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Der Router zeigt Fehler-Code: 7102 und ich komme nicht weiter.",
         "The password Apple suggested was too weird so I made my own.",
         "Política de contraseña: doce caracteres mínimo, con un número.",
+        # blind13 family (2026-12-03, night), in other words: a sandbox's fixed code
+        "In the staging sandbox every SMS verification code is 123456, for testing only.",
+        "测试环境说明：动态码统一为 888888，上线前删除。",
+        # a transcript's answer that is not a value
+        "Agent: what's the wifi password?\nHost: ask Maria, she has it",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
