@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from hindsight.folding import simplified
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n)\s*[\"'(]?$")
 _NOT_ENTITIES = frozenset(
@@ -223,6 +225,23 @@ present-state marker, an agent's step report ("Reserved a table for two ..."): a
 a ``fact`` when no earlier rule claimed it and it has at least :data:`STATEMENT_MIN_WORDS` words or
 :data:`STATEMENT_MIN_CJK` CJK characters. Acknowledgements and hedges ("I think so", "I see",
 "我觉得也是", "让我想想", "我等会儿再回复你") are excluded by their verbs."""
+_OTHER_LANGUAGE_STATEMENT = re.compile(
+    r"(?<![^\W\d_])j['’](?=[^\W\d_])|(?<![^\W\d_])(?:"
+    # the first person and its possessives: de, fr, es, it, pt, nl, sv/da/no, pl, ru/uk, tr, el
+    r"ich|wir|mein|meine|meinen|meinem|meiner|unser|unsere|je|nous|mon|ma|mes|notre|nos|yo|mis|"
+    r"nosotros|nuestro|nuestra|io|mio|mia|miei|mie|eu|meu|minha|meus|minhas|nós|ik|wij|mijn|onze|jag|jeg|"
+    r"mitt|mina|mój|moja|moje|moi|я|мой|моя|моё|мои|мы|наш|наша|мене|benim|bizim|εγώ|μου"
+    # the pro-drop first person of es/it/pt: "Vivo en Madrid", "Lavoro a Milano", "Moro em Lisboa"
+    r"|vivo|trabajo|estudio|me\s+gusta|me\s+encanta|lavoro|abito|mi\s+piace|moro|trabalho|gosto\s+de"
+    r")(?![^\W\d_])",
+    re.I,
+)
+"""A first-person statement in the other languages users write in (German, French, Spanish, Italian,
+Portuguese, Dutch, Scandinavian, Polish, Russian, Ukrainian, Turkish, Greek): "Ich wohne in München.",
+"Je travaille chez Airbus.", "Vivo en Madrid y me gusta el café.". The rules above are English and
+Chinese; without this a newcomer's German facts were all ``chatter`` and dropped (2026-12-03). Broader
+than :data:`_FIRST_PERSON_STATEMENT` (hedges are not excluded): keeping a hedge costs less than dropping
+a fact."""
 STATEMENT_MIN_WORDS = 4
 """Least words (:func:`features`' count) of a first-person statement that counts as a ``fact``."""
 STATEMENT_MIN_CJK = 4
@@ -240,6 +259,7 @@ def intent(text: str) -> str:
     health matter of at least :data:`STATEMENT_MIN_WORDS` words (or :data:`STATEMENT_MIN_CJK` CJK
     characters).
     """
+    text = simplified(text)  # the Chinese words below are Simplified: "喜歡" reads as "喜欢"
     for label, pattern in _INTENT_RULES:
         if pattern.search(text):
             return label
@@ -248,7 +268,9 @@ def intent(text: str) -> str:
     if _SPECIFIC.search(text) and words >= SPECIFIC_MIN_WORDS:
         return "fact"
     long_enough = words >= STATEMENT_MIN_WORDS or cjk >= STATEMENT_MIN_CJK
-    if long_enough and (_FIRST_PERSON_STATEMENT.search(text) or tags(text)):
+    if long_enough and (
+        _FIRST_PERSON_STATEMENT.search(text) or _OTHER_LANGUAGE_STATEMENT.search(text) or tags(text)
+    ):
         return "fact"
     return "chatter"
 
@@ -288,6 +310,7 @@ def tags(text: str) -> tuple[str, ...]:
     protects a memory from updates by agents (the guard's consistency rule) and hides it outside
     medical tasks, neither of which fits a job.
     """
+    text = simplified(text)
     out = []
     for label, pattern in _TAG_RULES:
         if not pattern.search(text):
@@ -333,9 +356,16 @@ def cjk_share(text: str) -> float:
     return cjk_count(text) / letters if letters else 0.0
 
 
+_ANY_WORD: Final = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*")
+"""A word of any alphabet (Latin with accents, Cyrillic, Greek, Arabic, Hangul, ...): "München" is one
+word, not "M" and "nchen"."""
+
+
 def _word_count(text: str, cjk: int | None = None) -> int:
-    """Latin words plus CJK characters / 2 (``cjk``: the CJK count when the caller has it)."""
-    return len(_WORD.findall(text)) + (cjk_count(text) if cjk is None else cjk) // 2
+    """Words of alphabetic scripts plus CJK characters / 2 (``cjk``: the CJK count when the caller has
+    it). Kana count as words by their runs."""
+    words = len(_ANY_WORD.findall(_CJK_RE.sub(" ", text) if cjk != 0 else text))
+    return words + (cjk_count(text) if cjk is None else cjk) // 2
 
 
 def features(text: str) -> TextFeatures:

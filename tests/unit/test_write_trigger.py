@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hindsight.text import entities, intent, tags
+from hindsight.text import entities, features, intent, tags
 from services.ingest.write_trigger import compress, decide
 
 pytestmark = pytest.mark.unit
@@ -148,6 +148,43 @@ def test_compress_collapses_whitespace_and_cuts() -> None:
 def test_statements_a_newcomer_saw_skipped_are_kept(text: str) -> None:
     # found by a newcomer test: these were scored as chatter and only kept in working memory
     assert decide(text, "user").keep
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a newcomer's German, French and Spanish facts were all chatter (2026-12-03, night); in other words
+        "Meine Schwester arbeitet jetzt in Hamburg.",
+        "Wir haben zwei Katzen und einen Hund.",
+        "J'habite à Lyon depuis trois ans.",
+        "Nous partons au Portugal en août.",
+        "Trabajo como enfermera en Valencia.",
+        "Lavoro in banca a Torino da due anni.",
+        "Eu moro em Curitiba com a minha família.",
+        "Ik werk sinds januari bij een ziekenhuis.",
+        "Я работаю учителем в Казани.",
+        "Benim kızım üniversitede okuyor.",
+        # Traditional Chinese reads as Simplified
+        "我女兒下個月要去台北念書。",
+        "我不喜歡吃香菜。",
+    ],
+)
+def test_statements_in_other_languages_are_kept(text: str) -> None:
+    assert intent(text) != "chatter"
+    assert decide(text, "user").keep
+
+
+@pytest.mark.parametrize(
+    "text", ["ok danke", "Merci beaucoup !", "Gracias, perfecto", "Спасибо!", "好的，謝謝"]
+)
+def test_thanks_in_other_languages_stay_chatter(text: str) -> None:
+    assert not decide(text, "user").keep
+
+
+def test_words_of_other_alphabets_count_as_words() -> None:
+    # "München" was two words and Cyrillic none: short statements lost importance for it
+    assert features("Я живу в Москве").words == 4
+    assert features("Ich wohne in München").words == 4
 
 
 _LABELLED = json.loads((Path(__file__).parent / "data" / "write_trigger_labelled.json").read_text("utf-8"))
