@@ -11,13 +11,16 @@ import signal
 import socket
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hindsight.errors import ConfigurationError, HindsightError
 from hindsight.observability import configure_logging
 from hindsight.settings import AllSettings, exit_on_config_error
+
+if TYPE_CHECKING:
+    from services.gateway.settings import GatewaySettings
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Hindsight: streaming long-term memory for LLM agents."
@@ -88,6 +91,20 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def _key_hint(gateway: GatewaySettings) -> str:
+    """Where a newcomer finds the API key: the local default is public (README), a configured key is
+    never printed."""
+    from services.gateway.settings import DEV_KEY  # noqa: PLC0415
+
+    keys = gateway.api_keys or {}
+    if DEV_KEY in keys:
+        return (
+            f"hindsight up: API key {DEV_KEY} (the local default; HINDSIGHT_GATEWAY_API_KEYS sets your own), "
+            f"sent as 'Authorization: Bearer {DEV_KEY}'"
+        )
+    return f"hindsight up: API keys from HINDSIGHT_GATEWAY_API_KEYS ({len(keys)} configured)"
+
+
 @app.command()
 def up(
     *,
@@ -127,6 +144,7 @@ def up(
                         f"hindsight up: gateway {stack.gateway_url} (MCP at {stack.gateway_url}/mcp), "
                         f"Kafka {stack.bootstrap}, data in {cfg.runtime.data_dir}"
                     )
+                    typer.echo(_key_hint(gateway))
                     try:
                         await stop.wait()
                     finally:
