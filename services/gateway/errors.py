@@ -184,6 +184,21 @@ def _fix(kind: str, field: str, msg: str, ctx: Mapping[str, Any] | None) -> tupl
     return field, _FIXES.get(kind, "send a valid '{field}': {msg}").format(field=field, msg=msg)
 
 
+def _readable(error: Mapping[str, Any]) -> str:
+    """Pydantic's message of ``error``, except where it would show a regular expression or a Python
+    type: a blank text, a malformed scope, a body that is not a JSON object."""
+    kind = error.get("type")
+    pattern = (error.get("ctx") or {}).get("pattern")
+    loc = [str(part) for part in error.get("loc", ())]
+    if kind == "string_pattern_mismatch" and pattern == NOT_BLANK:
+        return "must not be blank"
+    if kind == "string_pattern_mismatch" and pattern == SCOPE:
+        return "must be 'global' or 'agent:<id>'"
+    if kind in ("model_attributes_type", "dict_type") and loc in (["body"], []):
+        return "not a JSON object (send one, with 'Content-Type: application/json')"
+    return str(error.get("msg"))
+
+
 def validation_detail(errors: Sequence[Mapping[str, Any]]) -> ErrorDetail:
     """The ``validation_error`` detail of pydantic ``errors`` (HTTP 422 and MCP argument errors alike):
     the first error names the field and the fix; the message lists every error.
@@ -215,7 +230,7 @@ def validation_detail(errors: Sequence[Mapping[str, Any]]) -> ErrorDetail:
             where = f" at character {loc[-1]}" if loc and loc[-1].isdigit() else ""
             reason = (error.get("ctx") or {}).get("error")
             return f"body: not valid JSON{where}" + (f" ({reason})" if reason else "")
-        return f"{name(error) or 'body'}: {error.get('msg')}"
+        return f"{name(error) or 'body'}: {_readable(error)}"
 
     return ErrorDetail(
         code="validation_error",
