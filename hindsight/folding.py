@@ -4,7 +4,7 @@ written in, so a family of words listed once is found in every spelling.
 - :func:`simplified` folds Traditional Chinese to Simplified (OpenCC's ``t2s`` conversion, the
   ``opencc`` package): "密碼" is "密码", "記住" is "记住", "緊急聯絡人" is "紧急联络人". The secret and PII
   rules, the instruction classifier and the repetition rules were written with Simplified words;
-  Traditional text (Taiwan, Hong Kong, Macau) passed them by (issue 10, blind13: four attacks and a
+  Traditional text (Taiwan, Hong Kong, Macau) passed them by (issue 10, blind13: three attacks and a
   password in Traditional characters).
 - :func:`greek_unaccented` drops the tonos and dialytika of Greek letters: Greek written in capitals
   carries no accents ("ΑΠΟΘΗΚΕΥΣΕ" lower-cased is "αποθηκευσε", the word lists hold "αποθήκευσε").

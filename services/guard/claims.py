@@ -181,12 +181,12 @@ _UNIT_RE: Final = re.compile(
     r"[\u0370-\u1fff\u0e00-\u0e7f][\u0300-\u036f\u0370-\u1fff\u0e00-\u0e7f]*"
 )
 PHRASE_MIN_UNITS: Final = 3
-SCRIPT_CLAUSE_MIN_CHARS: Final = 12
-"""A single unit this long (letters with their marks) is a clause, not a word: Thai, Lao and
-Burmese write no spaces between words, so a run between spaces is a clause ("ผู้ใช้ชอบแอปนี้ ผู้ใช้ชอบแอปนี้
-ผู้ใช้ชอบแอปนี้" is one clause three times). No Latin-script unit counts (a long compound is a word)."""
 """Shortest repeated phrase: three words or CJK characters ("thank you" twice is manners, and a
 list repeats two-word labels: "standup at" in a week's schedule)."""
+SCRIPT_CLAUSE_MIN_CHARS: Final = 12
+"""A single unit this long (letters with their marks) is a clause, not a word: Thai, Lao,
+Tibetan and Burmese write no spaces between words, so a run between spaces is a clause ("ผู้ใช้ชอบแอปนี้ ผู้ใช้ชอบแอปนี้
+ผู้ใช้ชอบแอปนี้" is one clause three times). No Latin-script unit counts (a long compound is a word)."""
 PHRASE_MAX_UNITS: Final = 8
 """Longest phrase looked for; a longer repeated run is found as its first eight units."""
 _FUNCTION_WORDS: Final = frozenset(
