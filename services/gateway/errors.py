@@ -6,7 +6,7 @@ tool errors). Every class names its wire ``code`` and HTTP status; :func:`wire_e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, Field
 
@@ -168,19 +168,25 @@ _FIXES = {
 }
 
 
+_PATTERNS: Final[dict[str, tuple[str, str]]] = {
+    NOT_BLANK: ("must not be blank", "send a '{field}' with at least one non-whitespace character"),
+    SCOPE: (
+        "must be 'global' or 'agent:<id>'",
+        "send '{field}' as 'global' (every agent of the tenant) or 'agent:<id>' (that agent only)",
+    ),
+}
+"""Pattern -> (message, fix) for the patterns of our fields: words instead of the regular expression."""
+
+
 def _fix(kind: str, field: str, msg: str, ctx: Mapping[str, Any] | None) -> tuple[str, str]:
     """``(field, fix)`` for one pydantic error type: JSON syntax and body shape get a real remedy."""
     if kind == "json_invalid":
         return "body", f"send a syntactically valid JSON object ({msg})"
     if field in ("", "body") and kind in ("model_attributes_type", "dict_type", "missing"):
         return "body", "send a JSON object with the header 'Content-Type: application/json'"
-    if kind == "string_pattern_mismatch" and (ctx or {}).get("pattern") == NOT_BLANK:
-        return field, f"send a '{field}' with at least one non-whitespace character"
-    if kind == "string_pattern_mismatch" and (ctx or {}).get("pattern") == SCOPE:
-        return (
-            field,
-            f"send '{field}' as 'global' (every agent of the tenant) or 'agent:<id>' (that agent only)",
-        )
+    known = _PATTERNS.get((ctx or {}).get("pattern", "")) if kind == "string_pattern_mismatch" else None
+    if known is not None:
+        return field, known[1].format(field=field)
     return field, _FIXES.get(kind, "send a valid '{field}': {msg}").format(field=field, msg=msg)
 
 
@@ -188,12 +194,14 @@ def _readable(error: Mapping[str, Any]) -> str:
     """Pydantic's message of ``error``, except where it would show a regular expression or a Python
     type: a blank text, a malformed scope, a body that is not a JSON object."""
     kind = error.get("type")
-    pattern = (error.get("ctx") or {}).get("pattern")
+    known = (
+        _PATTERNS.get((error.get("ctx") or {}).get("pattern", ""))
+        if kind == "string_pattern_mismatch"
+        else None
+    )
+    if known is not None:
+        return known[0]
     loc = [str(part) for part in error.get("loc", ())]
-    if kind == "string_pattern_mismatch" and pattern == NOT_BLANK:
-        return "must not be blank"
-    if kind == "string_pattern_mismatch" and pattern == SCOPE:
-        return "must be 'global' or 'agent:<id>'"
     if kind in ("model_attributes_type", "dict_type") and loc in (["body"], []):
         return "not a JSON object (send one, with 'Content-Type: application/json')"
     return str(error.get("msg"))
