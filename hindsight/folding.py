@@ -19,7 +19,8 @@ import re
 import threading
 from typing import Final, Protocol
 
-_CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+"""A CJK ideograph (the unified block, extension A, the compatibility block)."""
 _KANA_RE: Final = re.compile(r"[\u3040-\u30ff]")
 _GREEK_ACCENTED_RE: Final = re.compile(r"[\u0386\u0388-\u038a\u038c\u038e-\u0390\u03aa-\u03b0\u03ca-\u03ce]")
 _GREEK_TABLE: Final[dict[int, str]] = {
@@ -59,7 +60,7 @@ def simplified(text: str) -> str:
     OpenCC's phrase tables would change the length (rare: a phrase mapped to a different number of
     characters), the text is returned unconverted, so offsets stay valid.
     """
-    if not _CJK_RE.search(text) or _KANA_RE.search(text):
+    if not CJK_RE.search(text) or _KANA_RE.search(text):
         return text
     folded = _t2s().convert(text)
     return folded if len(folded) == len(text) else text
@@ -75,4 +76,4 @@ def fold(text: str) -> str:
     return greek_unaccented(simplified(text))
 
 
-__all__ = ["fold", "greek_unaccented", "simplified"]
+__all__ = ["CJK_RE", "fold", "greek_unaccented", "simplified"]

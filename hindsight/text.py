@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from hindsight.folding import CJK_RE as _CJK_RE
 from hindsight.folding import simplified
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
@@ -339,7 +340,6 @@ class TextFeatures:
     words: int
 
 
-_CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _LETTER_RE: Final = re.compile(r"[^\W\d_]")
 CJK_TEXT: Final = 0.5
 """Share of CJK characters among the letters above which a text is Chinese (:func:`cjk_share`)."""
