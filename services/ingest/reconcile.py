@@ -15,8 +15,9 @@ embed stage: a memory is searchable before it is reconciled. For each stored mem
    statement; a turn of the chain the extractor finds no fact in becomes one fact of its own
    words, :func:`.revisions.own_words`, so the older turn's facts are judged against what
    replaced them instead of staying current beside a superseded turn; two turns judged an
-   update with one fact each give their fact pair the update,
-   :func:`.revisions.inherited_verdicts`); ``off`` reconciles turns only;
+   update with one fact each give their fact pair the update, and an updated turn's one fact
+   follows it to the newer turn's closest fact, :func:`.revisions.inherited_verdicts`); ``off``
+   reconciles turns only;
 2. **candidates and judge**: the same user's active, already reconciled memories of the same scope
    and kind nearest in the vector store pass the cheap gates of :mod:`.revisions`; the surviving
    pairs (older, newer by event time) go to the :class:`~hindsight.inference.judge.Judge` in one
@@ -38,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,19 @@ SEARCH_LIMIT = 16
 """Nearest memories fetched per reconciled memory before the gates keep ``max_pairs``."""
 MERGE_REINFORCED_KINDS = frozenset(("fact", "lesson"))
 """Kinds whose confidence rises when the same information is stated again (DESIGN.md s4)."""
+
+
+def nearest_in(vectors: dict[str, np.ndarray]) -> Callable[[str, Sequence[str]], str | None]:
+    """``closest(fact, among)`` for :func:`.revisions.inherited_verdicts`: the id in ``among`` whose
+    vector has the largest dot product (cosine: the store's vectors are unit length) with ``fact``'s,
+    ties by id; ``None`` where a vector is missing (a fact hard-deleted since)."""
+
+    def closest(fact: str, among: Sequence[str]) -> str | None:
+        if fact not in vectors or any(a not in vectors for a in among) or not among:
+            return None
+        return max(sorted(among), key=lambda a: float(vectors[a] @ vectors[fact]))
+
+    return closest
 
 
 class ReconcileStage:
@@ -342,7 +356,8 @@ class ReconcileStage:
                 turns = await asyncio.to_thread(self._load, [*involved, record.id])
                 ordered = sorted(turns, key=lambda t: event_key(turns[t], t))
                 turn_facts = await self._facts_of(ordered, {}, fallback=True)
-                given = inherited_verdicts(record.id, decisions, turn_facts)
+                vectors = await asyncio.to_thread(self._vectors, turn_facts.ids())
+                given = inherited_verdicts(record.id, decisions, turn_facts, closest=nearest_in(vectors))
                 chained = await self._reconcile_facts(turn_facts.ids(), out, chained=True, given=given)
                 outcome = chained or bool(outcome)
         await self._finish(record.id, None)
@@ -352,6 +367,9 @@ class ReconcileStage:
 
     def _load(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return {r.id: r.payload for r in self._store.retrieve(list(ids))}
+
+    def _vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return {r.id: r.vector for r in self._store.retrieve(list(ids), True) if r.vector is not None}
 
     async def _finish(self, memory_id: str, decisions: list[dict[str, Any]] | None) -> None:
         values: dict[str, Any] = {RECONCILE_STATE: DONE, RECONCILE_PLAN: None}

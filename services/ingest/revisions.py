@@ -40,7 +40,7 @@ newer fact, and conflicts between facts are conflicts between their turns.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -212,31 +212,59 @@ class TurnFacts:
 
 
 def inherited_verdicts(
-    turn_id: str, decisions: Sequence[dict[str, Any]], facts: TurnFacts
+    turn_id: str,
+    decisions: Sequence[dict[str, Any]],
+    facts: TurnFacts,
+    closest: Callable[[str, Sequence[str]], str | None] | None = None,
 ) -> dict[PairKey, Verdict]:
-    """Fact pairs that take their turns' verdict instead of a judge call: two chained turns with one
-    fact each. A turn's one fact restates the turn (often lossily: "Sorry, it's my right wrist that's
-    broken, not the left." became "The user's wrist is broken."), and the judge saw the whole turns.
-    Asked again on the facts, the 1.5B judge merged that fact into "The user broke their left wrist
-    skiing." and called "我用的是华为 P40。" / "昨天换了小米 14。" unsure (0.65) as facts right after
-    calling the same two sentences an update (0.80) as turns (bench updates, stores inspected). A turn
-    with several facts still has each pair judged: only the judge can tell which one changed.
-    Only ``update`` is inherited: a turn verdict that keeps both turns active (refinement, unsure)
-    leaves the fact pair to the judge, which sees the changed value alone and may find the update the
-    whole turns hid (inheriting those too cost four turn-level supersedes of the all-122 run: two
-    budgets, a diet, a schedule). ``decisions``: the applied decisions of ``turn_id`` (as stored). Pure."""
+    """Fact pairs that take their turns' verdict instead of a judge call.
+
+    - Two chained turns with one fact each. A turn's one fact restates the turn (often lossily:
+      "Sorry, it's my right wrist that's broken, not the left." became "The user's wrist is broken."),
+      and the judge saw the whole turns. Asked again on the facts, the 1.5B judge merged that fact into
+      "The user broke their left wrist skiing." and called "我用的是华为 P40。" / "昨天换了小米 14。"
+      unsure (0.65) as facts right after calling the same two sentences an update (0.80) as turns
+      (bench updates, stores inspected).
+    - An older turn with one fact, updated by a newer turn with several: the whole older statement was
+      replaced, so its one fact is too, by the newer turn's fact ``closest`` to it (dense cosine; the
+      pair only names the chain's link). "We're going to Lisbon in mid-June, already booked the
+      Airbnb!" then "Lisbon's off. My wife's work won't give her the time, so we cancelled the Airbnb."
+      gave the facts "The user is planning a trip to Lisbon." and "The user's wife works." / "The user
+      cancelled the Airbnb."; the judge, shown the facts alone, kept the trip active beside its own
+      cancellation (bench updates, unseen set, 2026-12-03).
+
+    A turn with several facts being *replaced* still has each pair judged: only the judge can tell
+    which one changed ("I live in Berlin and work at Airbus" then "I moved to Munich"). Only ``update``
+    is inherited: a turn verdict that keeps both turns active (refinement, unsure) leaves the fact pair
+    to the judge, which sees the changed value alone and may find the update the whole turns hid
+    (inheriting those too cost four turn-level supersedes of the all-122 run: two budgets, a diet, a
+    schedule). ``decisions``: the applied decisions of ``turn_id`` (as stored); ``facts`` in event
+    order; ``closest(fact, among)``: the id in ``among`` nearest ``fact`` (``None``: unknown), without
+    it only the one-fact pairs are inherited. Pure."""
+    order = list(facts.by_turn)
     out: dict[PairKey, Verdict] = {}
     for d in decisions:
         other = str(d["with"])
         if not d.get("applied") or d.get("relation") != "update":
             continue
-        mine, theirs = facts.by_turn.get(turn_id, []), facts.by_turn.get(other, [])
-        if len(mine) != 1 or len(theirs) != 1:
+        if turn_id not in facts.by_turn or other not in facts.by_turn:
             continue
-        reason = f"the turns' verdict ({d.get('backend')}): each turn has this one fact"
-        out[frozenset((mine[0], theirs[0]))] = Verdict(
-            d["relation"], float(d.get("confidence", 0.0)), reason, INHERITED_BACKEND
-        )
+        older, newer = sorted((turn_id, other), key=order.index)
+        old_facts, new_facts = facts.by_turn[older], facts.by_turn[newer]
+        if len(old_facts) != 1 or not new_facts:
+            continue
+        if len(new_facts) == 1:
+            successor: str | None = new_facts[0]
+            reason = f"the turns' verdict ({d.get('backend')}): each turn has this one fact"
+        else:
+            successor = closest(old_facts[0], new_facts) if closest is not None else None
+            reason = (
+                f"the turns' verdict ({d.get('backend')}): the older turn's one fact follows it, "
+                "to the newer turn's closest fact"
+            )
+        if successor is not None:
+            verdict = Verdict("update", float(d.get("confidence", 0.0)), reason, INHERITED_BACKEND)
+            out[frozenset((old_facts[0], successor))] = verdict
     return out
 
 

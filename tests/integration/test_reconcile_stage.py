@@ -269,3 +269,59 @@ async def test_a_superseded_turn_without_facts_gets_no_fact_of_its_own_words(
     assert facts_of(store, old) == []  # nothing old left to be recalled as current
     [fact] = facts_of(store, new)
     assert (fact["content"], fact["status"]) == (corrected.statement, "active")
+
+
+async def test_an_older_turns_one_fact_follows_its_turn_to_the_newer_turns_closest_fact(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    """The newer turn has two facts, neither of which the judge would pair with the old one as an
+    update (the rule judge calls both ``unrelated``); the older turn's one fact restates the whole
+    turn the judge superseded, so it is superseded too, by the newer fact nearest it."""
+    visit = Fact("user", "doctor_visit", "monday", "The user saw the doctor on Monday.", "health")
+    safe = Fact("user", "antibiotic", "amoxicillin", "The user can take amoxicillin.", "health")
+    old, new, rc, _ = allergy_chain(
+        store, local_e5, {OLD_ALLERGY: [ALLERGY_FACT], NEW_ALLERGY: [visit, safe]}
+    )
+    await deliver(rc, old)
+    await deliver(rc, new)
+
+    assert payload_of(store, old)["superseded_by"] == new.id
+    [old_fact] = facts_of(store, old)
+    new_facts = {f["content"]: f for f in facts_of(store, new)}
+    assert sorted(new_facts) == sorted([visit.statement, safe.statement])
+    assert all(f["status"] == "active" for f in new_facts.values())
+    e_old, e_visit, e_safe = local_e5.embed_passages(
+        [ALLERGY_FACT.statement, visit.statement, safe.statement]
+    )
+    nearest = safe.statement if float(e_old @ e_safe) > float(e_old @ e_visit) else visit.statement
+    successor = new_facts[nearest]
+    assert (old_fact["status"], old_fact["superseded_by"]) == ("superseded", successor["id"])
+    assert (successor["parent_id"], successor["version"]) == (old_fact["id"], old_fact["version"] + 1)
+    [decision] = [d for d in successor["reconcile_decisions"] if d["with"] == old_fact["id"]]
+    assert (decision["relation"], decision["backend"]) == ("update", "turn-verdict")
+    # the other new fact was judged (the rule judge: unrelated) and left the old fact alone
+    other = new_facts[visit.statement if nearest == safe.statement else safe.statement]
+    assert all(d["relation"] != "update" for d in other.get("reconcile_decisions") or [])
+
+
+async def test_without_the_older_turns_update_its_one_fact_stays_with_the_judges_verdicts(
+    store: EdgeVectorStore, local_e5: LocalE5Embedder
+) -> None:
+    """Congruence of the rule above: the same two turns in the other order (the correction first, the
+    allergy a month later) are no update for the rule judge, so no fact inherits anything."""
+    visit = Fact("user", "doctor_visit", "monday", "The user saw the doctor on Monday.", "health")
+    safe = Fact("user", "antibiotic", "amoxicillin", "The user can take amoxicillin.", "health")
+    first, p_first = turn("first", NEW_ALLERGY, day=0)
+    later, p_later = turn("later", OLD_ALLERGY, day=30)
+    put(store, local_e5, (first, p_first), (later, p_later))
+    script = {OLD_ALLERGY: [ALLERGY_FACT], NEW_ALLERGY: [visit, safe]}
+    rc = ReconcileStage(
+        store, local_e5, CorrectionJudge(), ScriptedExtractor(script), LIMITS, facts="revisions"
+    )
+    await deliver(rc, first)
+    await deliver(rc, later)
+
+    assert payload_of(store, first)["status"] == "active"
+    # the rule judge calls the turns unsure (the negation is in the older one): both stay active, and
+    # their facts, extracted for the link, are judged pair by pair (unrelated: other topics)
+    assert [f["status"] for f in facts_of(store, later) + facts_of(store, first)] == ["active"] * 3

@@ -376,6 +376,45 @@ def test_a_fact_pair_takes_the_turns_update_when_each_turn_has_one_fact() -> Non
     assert (verdict.relation, verdict.confidence, verdict.backend) == ("update", 0.9, INHERITED_BACKEND)
 
 
+def _closest(fact: str, among: Sequence[str]) -> str | None:
+    return sorted(among)[-1]
+
+
+@pytest.mark.parametrize(
+    ("turn_id", "other", "by_turn"),
+    [
+        ("t-new", "t-old", {"t-old": ["f-old"], "t-new": ["f-a", "f-b"]}),
+        # the older statement arrives late: the decision is on the older turn, the order still holds
+        ("t-old", "t-new", {"t-old": ["f-old"], "t-new": ["f-a", "f-b"]}),
+    ],
+)
+def test_an_older_turns_one_fact_follows_the_update_to_the_newer_turns_closest_fact(
+    turn_id: str, other: str, by_turn: dict[str, list[str]]
+) -> None:
+    given = inherited_verdicts(turn_id, [_decision(other, "update")], TurnFacts(by_turn), closest=_closest)
+    assert list(given) == [frozenset(("f-old", "f-b"))]
+    verdict = given[frozenset(("f-old", "f-b"))]
+    assert (verdict.relation, verdict.confidence, verdict.backend) == ("update", 0.9, INHERITED_BACKEND)
+    assert "older turn's one fact follows it" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("by_turn", "closest"),
+    [
+        ({"t-old": ["f-old"], "t-new": ["f-a", "f-b"]}, None),  # no vectors: the judge decides
+        ({"t-old": ["f-old"], "t-new": ["f-a", "f-b"]}, lambda fact, among: None),  # a vector is gone
+        ({"t-old": ["f-o1", "f-o2"], "t-new": ["f-a", "f-b"]}, _closest),  # which old fact changed?
+        ({"t-new": ["f-a", "f-b"], "t-old": ["f-old"]}, _closest),  # t-old is the newer turn here
+    ],
+)
+def test_a_several_fact_turn_is_inherited_only_from_a_one_fact_older_turn(
+    by_turn: dict[str, list[str]], closest: Any
+) -> None:
+    assert (
+        inherited_verdicts("t-new", [_decision("t-old", "update")], TurnFacts(by_turn), closest=closest) == {}
+    )
+
+
 @pytest.mark.parametrize(
     ("by_turn", "decision"),
     [
