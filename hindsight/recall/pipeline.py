@@ -257,7 +257,7 @@ async def recall(
     )
     vectors_by_id = {c.id: c.vector for c in found.values() if c.vector is not None}
     # a turn folded into the fact drawn from it is traced as a duplicate (it is returned as evidence)
-    deduped = rank.newest_first_in_conflicts(rank.fold_evidence(rank.dedupe(scored, vectors_by_id)))
+    deduped = rank.newest_first_in_versions(rank.fold_evidence(rank.dedupe(scored, vectors_by_id)))
     ordered = rank.order(deduped, params)
     if any(m.payload.get("kind") == "fact" for m in ordered):
         ordered = await asyncio.to_thread(_with_evidence, ordered, store)

@@ -69,8 +69,8 @@ RECALL_RRF_K = 10
 NEAR_DUPLICATE_COSINE = 0.97
 """Two returned memories closer than this are the same memory twice (newest version wins)."""
 SECONDS_PER_DAY = 86_400.0
-CONFLICT_LIFT = 1e-6
-"""What the newer memory of a conflict pair scores above the older (:func:`newest_first_in_conflicts`)."""
+VERSION_LIFT = 1e-6
+"""What the newer of two versions scores above the older (:func:`newest_first_in_versions`)."""
 UNKEPT_TAG = "compressed"
 """Tag of a memory the write-trigger did not keep (:func:`hindsight.records.compressed_candidate`)."""
 
@@ -330,34 +330,50 @@ def fold_evidence(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
     return out
 
 
-def newest_first_in_conflicts(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
-    """Of two memories in conflict (``conflicts_with``: the revision judge was unsure whether the
-    newer replaces the older, both stay active), the newer by event time ranks just above the older
-    when the older scored higher: recall returns the newest version first (DESIGN.md section 4), and
-    the pair is reported as a conflict for the agent to decide. A fact stands for the evidence turns
-    folded into it (their conflicts are its conflicts). ``scored`` best first; returns the same
-    memories, re-sorted. Pure."""
+def newest_first_in_versions(scored: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """Of two versions of one thing returned together, the newer by event time ranks just above the
+    older when the older scored higher: recall returns the newest version first (DESIGN.md section 4).
+    Two kinds of pair:
+
+    - a conflict (``conflicts_with``: the revision judge was unsure whether the newer replaces the
+      older, both stay active); the pair is also reported for the agent to decide;
+    - a version chain's link (``superseded_by``), returned when the caller asked for superseded
+      memories too (``include_superseded``): its time weight alone could put the old value first.
+
+    A fact stands for the evidence turns folded into it (their pairs are its pairs). A chain of three
+    returned versions comes out newest first whatever their scores. ``scored`` best first; returns the
+    same memories, re-sorted. Pure."""
     entry_of: dict[str, int] = {}
     for i, mem in enumerate(scored):
         entry_of[mem.id] = i
         for turn_id, _ in mem.evidence:
             entry_of.setdefault(turn_id, i)
     out = list(scored)
-    for i, mem in enumerate(scored):
-        partners = set(mem.payload.get("conflicts_with") or ())
+    order_ = sorted(range(len(scored)), key=lambda i: (_created(scored[i]), scored[i].id))
+    for i in order_:  # oldest first: a chain's links are lifted from its oldest version up
+        mem = scored[i]
+        partners = _partners(mem.payload)
         for _, turn in mem.evidence:
-            partners |= set(turn.get("conflicts_with") or ())
+            partners |= _partners(turn)
         for partner in sorted(partners):
-            j = entry_of.get(str(partner))
+            j = entry_of.get(partner)
             if j is None or j == i:
                 continue
             a, b = out[i], out[j]
             newer, older = (a, b) if _created(a) > _created(b) else (b, a)
             if _created(newer) > _created(older) and older.final_score >= newer.final_score:
-                lifted = replace(newer, final_score=older.final_score + CONFLICT_LIFT)
+                lifted = replace(newer, final_score=older.final_score + VERSION_LIFT)
                 out[i if newer is a else j] = lifted
     out.sort(key=lambda m: (-m.final_score, m.id))
     return out
+
+
+def _partners(payload: dict[str, Any]) -> set[str]:
+    """Ids of the memories this one is a version pair with (:func:`newest_first_in_versions`)."""
+    found = {str(p) for p in payload.get("conflicts_with") or ()}
+    if payload.get("superseded_by"):
+        found.add(str(payload["superseded_by"]))
+    return found
 
 
 def _created(mem: RecalledMemory) -> float:

@@ -130,6 +130,7 @@ async def test_budget_5000_then_8000_recalls_8000_and_5000_is_superseded_but_in_
     returned |= {e["id"]: e["status"] for m in with_old for e in m.get("evidence") or ()}
     assert returned.get(memory_id(user, "old")) == "superseded", with_old
     assert any("5000" in m["content"] and m["status"] == "superseded" for m in with_old), with_old
+    assert "8000" in with_old[0]["content"], with_old  # the current version still first
 
     newer = await detail(http, memory_id(user, "new"))
     older = await detail(http, memory_id(user, "old"))

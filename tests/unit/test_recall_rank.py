@@ -230,7 +230,7 @@ def test_chatter_the_write_trigger_did_not_keep_never_outranks_a_kept_statement(
 
 
 def test_the_newer_of_two_conflicting_memories_ranks_just_above_the_older() -> None:
-    from hindsight.recall.rank import newest_first_in_conflicts  # noqa: PLC0415
+    from hindsight.recall.rank import newest_first_in_versions  # noqa: PLC0415
 
     old = cand(
         "old", 0.9, 40, dense=1, lexical=1, content="My son is at Hillside Primary.", conflicts_with=["new"]
@@ -239,22 +239,56 @@ def test_the_newer_of_two_conflicting_memories_ranks_just_above_the_older() -> N
     other = cand("other", 0.86, 5, dense=2, content="My son plays football.")
     scored = fold_evidence(score([old, new, other], NOW, NEUTRAL))
     assert [m.id for m in scored] == ["old", "other", "new"]
-    lifted = newest_first_in_conflicts(scored)
+    lifted = newest_first_in_versions(scored)
     assert [m.id for m in lifted] == ["new", "old", "other"]
     assert lifted[0].final_score == pytest.approx(lifted[1].final_score)
     plain = fold_evidence(score([cand("old", 0.9, 40, dense=1), other], NOW, NEUTRAL))
-    assert newest_first_in_conflicts(plain) == plain  # no conflict: nothing moves
+    assert newest_first_in_versions(plain) == plain  # no conflict: nothing moves
 
 
 def test_a_conflict_on_a_facts_evidence_turn_counts_for_the_fact() -> None:
-    from hindsight.recall.rank import newest_first_in_conflicts  # noqa: PLC0415
+    from hindsight.recall.rank import newest_first_in_versions  # noqa: PLC0415
 
     fact = cand("f-old", 0.9, 40, dense=1, kind="fact", provenance={"memory_ids": ["t-old"]})
     turn = cand("t-old", 0.88, 40, dense=2, kind="turn", conflicts_with=["t-new"])
     newer = cand("t-new", 0.8, 1, dense=4, kind="turn", conflicts_with=["t-old"])
     scored = fold_evidence(score([fact, turn, newer], NOW, NEUTRAL))
     assert [m.id for m in scored] == ["f-old", "t-new"]
-    assert [m.id for m in newest_first_in_conflicts(scored)] == ["t-new", "f-old"]
+    assert [m.id for m in newest_first_in_versions(scored)] == ["t-new", "f-old"]
+
+
+@pytest.mark.parametrize(
+    "cosines", [(0.95, 0.90, 0.85), (0.85, 0.95, 0.90), (0.90, 0.85, 0.95), (0.95, 0.85, 0.9)]
+)
+def test_returned_versions_of_one_chain_come_newest_first_whatever_their_scores(
+    cosines: tuple[float, float, float],
+) -> None:
+    """``include_superseded``: the old values' time weight or wording must not put them first."""
+    from hindsight.recall.rank import newest_first_in_versions  # noqa: PLC0415
+
+    c1, c2, c3 = cosines
+    v1 = cand(
+        "v1", c1, 60, dense=1, content="I use a Huawei Mate 40.", status="superseded", superseded_by="v2"
+    )
+    v2 = cand(
+        "v2", c2, 30, dense=2, content="Switched to a Xiaomi 14.", status="superseded", superseded_by="v3"
+    )
+    v3 = cand("v3", c3, 1, dense=3, content="Got an iPhone 15 after the Xiaomi broke.")
+    other = cand("other", 0.88, 5, dense=4, content="My phone plan is prepaid.")
+    scored = fold_evidence(score([v1, v2, v3, other], NOW, NEUTRAL))
+    versions = [m.id for m in newest_first_in_versions(scored) if m.id != "other"]
+    assert versions == ["v3", "v2", "v1"]
+    best = max(m.final_score for m in scored)
+    assert newest_first_in_versions(scored)[0].final_score <= best + 3e-6  # lifted just above, no more
+
+
+def test_a_superseded_memory_whose_successor_was_not_returned_keeps_its_place() -> None:
+    from hindsight.recall.rank import newest_first_in_versions  # noqa: PLC0415
+
+    old = cand("old", 0.95, 60, dense=1, status="superseded", superseded_by="gone")
+    other = cand("other", 0.9, 5, dense=2)
+    scored = fold_evidence(score([old, other], NOW, NEUTRAL))
+    assert newest_first_in_versions(scored) == scored
 
 
 def test_a_relevant_lesson_ranks_ahead_of_the_task_turns_it_was_learned_from() -> None:
