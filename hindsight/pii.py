@@ -363,7 +363,9 @@ def _detect_spoken_phone(text: str) -> Iterator[_Span]:
 
 _ID_BEFORE_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:run|build|job|pipeline|order|ticket|issue|invoice|tracking|commit|trace|request|txn|"
-    r"transaction)\s*(?:id|no\.?|number)?\s*[:#：]?\s*$|(?:编号|订单号?|单号|工单号?|流水号|运单号?)\s*[:#：]?\s*$",
+    r"transaction|awb|waybill|consignment|shipment|parcel|seguimiento|suivi|rastreio|rastreamento|"
+    r"sendungs(?:nummer)?)\s*(?:id|no\.?|number)?\s*[:#：]?\s*$|"
+    r"(?:编号|订单号?|单号|工单号?|流水号|运单号?|بوليصة(?:\s+الشحن)?)\s*[:#：]?\s*$",
     re.IGNORECASE,
 )
 """Words right before an 11-digit number that make it an identifier ("CI run 13290045871", "订单号
@@ -460,6 +462,39 @@ def _column_phones(text: str) -> Iterator[_Span]:
         return
 
 
+_PHONE_WORD_AFTER_RE: Final = re.compile(
+    r"[^.。!！?？\n0-9]{0,12}?(?:(?<![^\W\d_])(?:numara\w*|ara(?:y|yın|yınız|yabilir)\w*|telefon\w*)|"
+    r"(?:に|まで|へ)(?:お)?(?:電話|連絡)|(?:로|으로|에|에게)\s?(?:전화|연락)|पर\s+(?:कॉल|फोन|फ़ोन))",
+    re.IGNORECASE,
+)
+"""A phone word right after a national number (a dozen characters at most between), in the languages
+that put it there: Turkish ("numarasından arayabilirsiniz"), Japanese ("までお電話"), Korean ("로
+전화"), Hindi ("पर कॉल")."""
+_CODE_GROUP_BEFORE_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9])(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[0-9])[A-Z0-9]{2,}[ \-]$"
+)
+"""A group of capitals and digits right before a number (``1Z 4F7 2W9 03 8815 2207``, a UPS tracking
+number): the number continues that code, it is not a phone number."""
+
+
+def _national_phone(text: str, start: int, end: int) -> bool:
+    """Whether the national-format number ``text[start:end]`` (found beside a phone word) can be a phone:
+    9-12 digits, not a service line, not the tail of a code or of a tracking or order number."""
+    if not NATIONAL_MIN_DIGITS <= len(_digits(text[start:end])) <= NATIONAL_MAX_DIGITS:
+        return False
+    if _service_line(text, start, end) or _CODE_GROUP_BEFORE_RE.search(text, max(0, start - 12), start):
+        return False
+    return _ID_BEFORE_RE.search(text[max(0, start - 24) : start]) is None
+
+
+def _numbers_before_a_phone_word(text: str) -> Iterator[_Span]:
+    """National numbers followed by a phone word, as Turkish, Japanese, Korean and Hindi put it ("beni
+    0532 418 27 60 numarasından arayabilirsiniz", "090-1234-5678までお電話ください")."""
+    for m in _NATIONAL_PHONE_RE.finditer(text):
+        if _PHONE_WORD_AFTER_RE.match(text, m.end()) and _national_phone(text, m.start(), m.end()):
+            yield _with_extension(text, m.start(), m.end())
+
+
 def _detect_phone(text: str) -> Iterator[_Span]:
     for pattern in (_CN_MOBILE_RE, _NANP_RE, _CN_LANDLINE_RE):
         for m in pattern.finditer(text):
@@ -476,14 +511,14 @@ def _detect_phone(text: str) -> Iterator[_Span]:
     for word in _PHONE_WORD_RE.finditer(text) if national else ():
         hi = min(len(text), word.end() + PHONE_WORD_WINDOW)
         for m in _NATIONAL_PHONE_RE.finditer(text, word.end(), hi):
-            if NATIONAL_MIN_DIGITS <= len(_digits(m.group())) <= NATIONAL_MAX_DIGITS and not _service_line(
-                text, m.start(), m.end()
-            ):
+            if _national_phone(text, m.start(), m.end()):
                 yield _with_extension(text, m.start(), m.end())
         if not _GENERIC_NUMBER_WORD_RE.fullmatch(word.group()):
             # "number", "号码" alone name any number; a number without a trunk 0 needs a phone word
             yield from _no_trunk_numbers(text, word.end(), hi)
 
+    if national:
+        yield from _numbers_before_a_phone_word(text)
     for m in _INTL_PHONE_RE.finditer(text):
         if E164_MIN_DIGITS <= len(_digits(m.group())) <= E164_MAX_DIGITS:
             yield _with_extension(text, m.start(), m.end())

@@ -120,13 +120,16 @@ def _code_is_spans(text: str) -> Iterator[_Span]:
 
 
 _OBJECT_CODE_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:code|combination|combo|código|codice|код|kod)(?![A-Za-z])", re.IGNORECASE
+    r"(?<![A-Za-z])(?:code|combination|combo|código|codice|код|kod|kód|kombinace|kombinacja|kombination)(?![A-Za-z])",
+    re.IGNORECASE,
 )
 _LOCK_CONTEXT_RE: Final = re.compile(
     r"(?<![A-Za-z])(?:lockers?|locks?|padlocks?|alarms?|doors?|gates?|garage|safe|keypads?|lock\s?box|key\s?box|"
     r"intercom|buzzer|entry|vault|mailbox|storage\s+unit|suitcase|bike|shed|portão|puerta|portal|tür|porte|"
-    r"cadenas|lucchetto|cancello|домофон\w*|двер\w*|подъезд\w*|сейф\w*|замк\w*)(?![A-Za-z])|"
-    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜",
+    r"cadenas|lucchetto|cancello|домофон\w*|двер\w*|подъезд\w*|сейф\w*|замк\w*|"
+    # safes and lockers in cs/sk, pl, de, es, fr, it, nl
+    r"trezor\w*|sejf\w*|tresor\w*|caja\s+fuerte|coffre(?:-fort)?|cassaforte|kluis|zámk?\w*|skříň\w*)(?![A-Za-z])|"
+    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜|金庫|금고",
     re.IGNORECASE,
 )
 """Things opened by a code: with one in the clause, "code" / "combination" names an access code
@@ -146,9 +149,10 @@ _CLAUSE_END_RE: Final = re.compile(r"[.。!！?？\n;；]")
 
 _COMBINATION_VALUE_RE: Final = re.compile(r"(?:[0-9]{1,3}[\-/ ]){2,4}[0-9]{1,3}")
 _COMBINATION_RE: Final = re.compile(
-    r"[\s:：=]*(?:is\s+|was\s+)?(" + _COMBINATION_VALUE_RE.pattern + r")(?![0-9])"
+    r"[^.。!！?？\n0-9]{0,40}?(?<![0-9])(" + _COMBINATION_VALUE_RE.pattern + r")(?![0-9])"
 )
-"""A combination right after "combination" / "code": ``24-7-13``, ``is 10 20 30``."""
+"""A combination in the clause after "combination" / "code": ``24-7-13``, ``is 10 20 30``, "Kód k
+trezoru v kanceláři je 58-12-93" (what it opens between; the caller wants a lock word near)."""
 
 
 def _clause_around(text: str, start: int, end: int, chars: int) -> str:

@@ -86,7 +86,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
             "パスワード",
             "暗証番号",
         ],
-        *["비밀번호", "암호"],
+        *["비밀번호", "비번", "암호", "答案"],
         *["lösenord", "losenord", "adgangskode", "passord", "salasana", "heslo", "hasło", "haslo", "jelsz"],
         *["parolă", "şifre", "sifre", "κωδικ", "mật khẩu", "kata sandi", "पासवर्ड", "كلمة", "رمز", "סיסמ"],
         *["पिन", "ओटीपी", "कोड"],
@@ -115,6 +115,7 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
     "login": (
         *["log", "sign", "auth", "connect", "ssh", "cred", "user", "account", "mail", "phone", " id "],
         *["账号", "帐号", "用户名", "凭证", "账密"],
+        *[" como ", " come ", " comme ", " en tant que ", " als ", " jako ", " как ", " под ", " som "],
     ),
 }
 """Which layer a word in the text makes necessary; a layer whose words are all absent cannot match."""

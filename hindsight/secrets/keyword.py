@@ -88,7 +88,9 @@ _PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|pus
 
 
 _CLAUSE_SEPARATOR_RE: Final = re.compile(
-    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war|c'est)(?=\s)|"
+    r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war|c'est|"
+    # the copulas of vi, cs/sk/hr, pl, sv, id/ms, el, ru, ro ("Mật khẩu ví MoMo của mình là X")
+    r"là|je|jest|är|adalah|ialah|είναι|это|este)(?=\s)|"
     r"是|为|は)\s*"
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
@@ -98,15 +100,23 @@ _OTHER_FIELD_RE: Final = re.compile(r"(?<![A-Za-z0-9_\-])[A-Za-z_][A-Za-z0-9_\-]
 separator, not the credential's ("password for the guests: X" is prose and still counts)."""
 MAX_COPULAS: Final[int] = 3
 """Separators or copulas tried, in order, in the clause after a credential word."""
-_ANSWERED_RE: Final = re.compile(
-    r"[^.。!！?？\n]{0,60}?[?？](?:\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])|"
-    r"[ \t]*\n\s*(?:[A-Z][\w.'\-]{0,20}(?:[ ][\w.'\-]{1,20})?|[^\W\d_]{1,6})\s*[：:]\s*"
+_NEXT_SPEAKER: Final = (
+    r"[ \t]*\n\s*(?:[A-Z][\w.'\-]{0,20}(?:[ ][\w.'\-]{1,20})?|[^\W\d_]{1,10})\s*[：:]\s*"
     r"(?:(?:yeah|yes|yep|yup|sure|ok|okay|uh|um|right|so|好的|嗯)[,.!，。]?\s+){0,2}"
-    r"(?:(?:it'?s|it\s+is|that'?s|it\s+was)\s+|就?是)?)\s*"
+    r"(?:(?:it'?s|it\s+is|that'?s|it\s+was)\s+|就?是)?"
+)
+_ANSWERED_RE: Final = re.compile(
+    r"[^.。!！?？\n]{0,60}?(?:[?？](?:\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])|"
+    + _NEXT_SPEAKER
+    + r")|[.。]?"
+    + _NEXT_SPEAKER
+    + r")\s*"
 )
 """The user asks the question and answers it: "my password for the vet portal? it's X", "wifi
-密码？是X", "问：VPN密码多少？ 答：X"; or the next speaker of a transcript does: "Agent: can you
-confirm the PIN on the account?\nCustomer: yeah it's X", "客服：您的密码是？\n客户：X"."""
+密码？是X", "问：VPN密码多少？ 答：X"; or the next speaker of a transcript does, after a question or
+a request said in a speaker's turn (:func:`_spoken_turn`): "Agent: can you confirm the PIN on the
+account?\nCustomer: yeah it's X", "客服：您的密码是？\n客户：X", "Tech: I'll need the temporary passcode
+you were emailed.\nUser: It's X", "Оператор: Назовите кодовое слово.\nКлиент: X"."""
 _LATER_SENTENCE_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,60}[.。!！]\s*(?:[^.。!！?？\n]{1,60}[.。!！]\s*)?"
     r"(?:it'?s|it’s|it\s+is|it\s+was|that'?s|that’s|that\s+is)[\s:：]+",
@@ -216,9 +226,13 @@ def _accept(
         # "密码是我生日" / "验证码已发送": a Chinese word after the keyword describes it; a quoted
         # value with a digit or a Latin letter is the credential itself (口令为“青山绿水2024”)
         head = re.match(r"[A-Za-z0-9!@#$%^&*_\-+=.~]{3,}", stripped)
-        if head is None:
+        answer = "答案" in m.group(0) and len(stripped) <= 32
+        if answer and any(c.isascii() and c.isalnum() for c in stripped):
+            pass  # a security answer is any word the user chose, digits or letters beside it ("豆豆2008")
+        elif head is None:
             return None
-        stripped = head.group(0)
+        else:
+            stripped = head.group(0)
     if (
         stripped.startswith("//")  # "see https://intra.example.com/...": the colon was a URL scheme's
         or not credential_like(stripped, kind=kind)
@@ -277,6 +291,23 @@ _STANDARD_BEFORE_RE: Final = re.compile(r"(?<![A-Za-z])(?:GB(?:/T)?|ISO|IEC|RFC|
 """A standard's name right before a number makes the number the standard's, not a code."""
 
 
+_SPEAKER_LINE_RE: Final = re.compile(r"[ \t]*[^\W\d_][\w.'\- ]{0,20}[：:][ \t]*\S")
+"""A transcript line: a speaker's name or role, a colon and what they say ("Tech: I'll need ...")."""
+
+
+def _spoken_turn(text: str, m: re.Match[str]) -> bool:
+    """Whether the credential word of ``m`` is said inside a speaker's turn of a transcript (after its
+    label, not as a label itself, in a sentence: "Tech: I'll need the passcode.", not "secret: <...>" or
+    'secret: "<请替换为你自己的密钥>"')."""
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    label = _SPEAKER_LINE_RE.match(text, line_start)
+    if label is None or label.end() > m.start():
+        return False
+    line_end = text.find("\n", m.end())
+    said = text[label.end() - 1 : line_end if line_end >= 0 else len(text)].rstrip()
+    return said.endswith((".", "。", "!", "！")) or said.count(" ") >= 2  # a sentence, not a config value
+
+
 def _after_copula(
     text: str,
     m: re.Match[str],
@@ -290,6 +321,8 @@ def _after_copula(
             sep = clause.match(text, start)
             if sep is None or _OTHER_FIELD_RE.search(sep.group()):
                 break  # 'api_key="YOUR_KEY" contact="a@b.c"': the later "=" is another field's
+            if clause is _ANSWERED_RE and not re.search("[?？]", sep.group()) and not _spoken_turn(text, m):
+                break  # 'secret: "<替换>"\nendpoint: https://...': the next line of a config, not a reply
             after = _value_after(text, sep.end())  # skips "still", "now"
             if clause is _LATER_SENTENCE_RE and after and not _strong_value(after[1].rstrip(_TRAILING)):
                 # "Change your password often. It is important.", "I reset my password. It is 9:30 now":
@@ -472,7 +505,9 @@ _CODE_INTRO_RE: Final = re.compile(
     r"это|είναι|là|adalah|your|yours|anda|vous|votre|tu|su|ihr|dein|seu|sua|tuo|ваш|ваша|jest|"
     r"[a-z]*code)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的|هو|هي|بك)[\s\"'“‘\[(【「]*$|"
     # "the PIN for the certificate file 4417", "die PIN für die Zertifikatsdatei 4417": what it opens
-    r"^\s*(?:for|für|fürs|de|du|des|para|pour|per|of|von|zum|zur|для|от)\s[^,;:.!?]{0,32}$",
+    r"^\s*(?:for|für|fürs|de|du|des|para|pour|per|of|von|zum|zur|для|от|"
+    # and in cs/sk, pl, nl, sv/da/no, ru/uk, vi, id/ms ("PIN ke služební kartě 4471")
+    r"k|ke|ku|pro|do|dla|voor|van|för|till|til|к|до|від|của|cho|untuk)\s[^,;:.!?]{0,32}$",
     re.IGNORECASE,
 )
 """What may stand right before the code a PIN word names, after the word: nothing, a separator or
@@ -658,12 +693,14 @@ _USERINFO_BEFORE_RE: Final = re.compile(r"://[^\s/@]*$")
 
 _RULE_NOUN_AFTER_RE: Final = re.compile(
     r"[ \t-]+(?:polic(?:y|ies)|rules?|requirements?|strength|complexity|managers?|generators?|"
-    r"richtlinie\w*|politique|política|规则|策略|要求)(?![^\W\d_])",
+    r"richtlinie\w*|politique|política|规则|策略|要求)(?![^\W\d_])|"
+    # a hyphenated compound names a thing about passwords ("password-reset emails are to be forwarded")
+    r"-(?:reset|recovery|change|protected|less|free|expiry|expiration|hint|sharing|rotation)s?(?![^\W\d_])",
     re.IGNORECASE,
 )
 """A noun right after a password word that makes it a rule or a tool ("Password policy (updated Nov
-2026): minimum 14 characters", "password manager: 1Password"): what follows is a password only with a
-strong password's shape (:func:`_rule_example`)."""
+2026): minimum 14 characters", "password manager: 1Password", "password-reset emails"): what follows is
+a password only with a strong password's shape (:func:`_rule_example`)."""
 
 
 _POSTAL_PIN_WORD_RE: Final = re.compile(r"pin\s?code|पिन\s?कोड", re.IGNORECASE)

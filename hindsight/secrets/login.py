@@ -30,6 +30,31 @@ _LOGIN_AS_RE: Final = re.compile(
     r"[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
     re.IGNORECASE,
 )
+_LOGIN_AS_OTHER_RE: Final = re.compile(
+    r"(?<![^\W\d_])(?:"
+    r"entra(?:r)?|inici(?:a|ar)\s+sesi[oó]n|acced(?:e|er|i)|con[eé]ctate|entre|acess(?:e|ar)|fa[cç]a\s+login|"
+    r"logue|collegati|connecte[sz]?-(?:toi|vous)|identifie[sz]?-(?:toi|vous)|meld(?:e|et)?\s+(?:dich|euch|sich)|"
+    r"log(?:ge)?\s+(?:dich|in)|inloggen|zaloguj\s+si[eę]|войди|зайди|залогинься|авторизуйся|logga\s+in"
+    r")(?:\s+[^\s,，.。]+){0,4}?\s+(?:como|come|en\s+tant\s+que|comme|als|jako|как|под|som)\s+"
+    r"[\"'`“‘]?[^\s\"'`“”‘’,，]{1,64}[\"'`”’]?\s+(?:con|com|avec|mit|met|z|с|med)\s+"
+    r"(?:(?:la|el|a|o|le|il|dem|het|sua|su|tu|ta|il|hasłem|паролем|lösenordet|contraseña|senha|password|"
+    r"mot\s+de\s+passe|passwort|wachtwoord|clave)\s+){0,2}[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
+    re.IGNORECASE,
+)
+""""logging in as X with Y" in es, pt, it, fr, de, nl, pl, ru, sv ("Entra al panel como soporte con
+Y", "melde dich als admin mit Y an"); the value must look made up (:func:`_shaped_like_password`)."""
+_LOGIN_AS_WORDS: Final = (
+    " como ",
+    " come ",
+    " comme ",
+    " en tant que ",
+    " als ",
+    " jako ",
+    " как ",
+    " под ",
+    " som ",
+)
+"""One of them is in every match of :data:`_LOGIN_AS_OTHER_RE` (the text is scanned only then)."""
 _USER_PASS_RE: Final = re.compile(
     r"(?:user(?:name)?|login|account|账号|帐号|用户名)\s*[:=：]\s*[\"'`“‘]?[^\s\"'`“”‘’,，;；/]{1,64}[\"'`”’]?"
     r"\s*[,，;；/|]?\s*(?:and\s+)?(?:pass(?:word)?|pwd|pw|密码|口令)\s*[:=：]?\s*(?:是|为)?\s*"
@@ -113,6 +138,10 @@ def _login_spans(text: str, *, gated: bool = True) -> Iterator[_Span]:
             value = m.group(1).rstrip(_TRAILING)
             if credential_like(value, kind="password"):
                 yield "password", m.start(1), m.start(1) + len(value)
+    for m in _LOGIN_AS_OTHER_RE.finditer(text) if not gated or any(w in low for w in _LOGIN_AS_WORDS) else ():
+        value = m.group(1).rstrip(_TRAILING)
+        if _shaped_like_password(value):
+            yield "password", m.start(1), m.start(1) + len(value)
     for m in _ID_AND_PASS_RE.finditer(text):
         value = m.group(1).rstrip(_TRAILING)
         if _shaped_like_password(value):

@@ -20,6 +20,10 @@ from hindsight.secrets.values import SecretType
 _EN_PASSWORD: Final = (
     r"pass\s?words?|passwd|passphrase|pass\s?codes?|pwd|pw|pin(?:\s?(?:code|number))?|"
     r"security\s+code|security\s+(?:question\s+)?answer|secret\s+answer|cvv2?|cvc|otp|"
+    # a security question, then its answer later in the clause ("security question 'first pet', answer: X")
+    r"(?:security|secret)\s+question[^.\n]{0,60}?\banswer|"
+    # the code word a bank or a call centre asks for (en, ru, uk)
+    r"code\s?word|кодов(?:ое|ого|ым)\s+слов(?:о|а|ом)|кодов(?:е|ого|им)\s+слов(?:о|а|ом)|"
     # the words banks and call centres ask for beside a PIN ("the security word?", "your memorable word")
     r"(?:security|secret|memorable)\s+word|memorable\s+information|"
     r"one[\s\-]time\s+(?:code|password|passcode)|"
@@ -56,7 +60,9 @@ _EN_PASSWORD: Final = (
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
-    r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|암호|密保答案|"
+    r"配对码|提取码|授权码|暗号|PIN码|パスワード|暗証番号|비밀번호|비번|암호|密保答案|"
+    # a security question, then its answer ("密保问题“第一只宠物的名字”，答案是X")
+    r"密保问题[^。\n]{0,40}?答案|安全问题[^。\n]{0,40}?答案|"
     r"认证码|認証コード|確認コード|인증\s?번호|인증\s?코드|رمز\s+(?:التحقق|التفعيل)"
 )
 _EN_KEY: Final = (
@@ -328,7 +334,8 @@ def _kw_kind(m: re.Match[str]) -> str:
             "کوڈ",
             "ٹی",
         )
-        if any(w in word for w in digitish) and "pass" not in word and "密码" not in word:
+        spoken_word = "word" in word or "слов" in word  # a code word is a word ("кодовое слово")
+        if any(w in word for w in digitish) and "pass" not in word and "密码" not in word and not spoken_word:
             return "pin"
         return "password"
     return "key"

@@ -101,7 +101,23 @@ glued to it, MySQL reference manual 6.2.2.1; only after a MySQL client name: els
 port, a parent directory or a path)."""
 
 
+_CLIENT_PASSWORD_RES: Final = (
+    re.compile(
+        r"(?<![A-Za-z0-9_\-])(?:redis-cli|keydb-cli|valkey-cli)(?![A-Za-z0-9_\-])[^\n]*?\s-a[ ]+[\"']?"
+        r"(?P<value>[^\s\"']{3,128})"
+    ),
+    re.compile(r"(?<![A-Za-z0-9_\-])sshpass[ ]+-p[ ]*[\"']?(?P<value>[^\s\"']{3,128})"),
+)
+"""Clients whose short option takes the password: ``redis-cli -a PASS`` (redis-cli's ``-a``, "Password to
+use when connecting"), ``sshpass -p PASS``; elsewhere ``-a`` and ``-p`` mean anything."""
+
+
 def _flag_spans(text: str) -> Iterator[_Span]:
+    for pattern in _CLIENT_PASSWORD_RES if ("-cli" in text or "sshpass" in text) else ():
+        for m in pattern.finditer(text):
+            value = m.group("value").rstrip(_TRAILING)
+            if not is_masked(value) and _PLACEHOLDER_RE.fullmatch(value) is None and len(value) >= 3:
+                yield "password", m.start("value"), m.start("value") + len(value)
     for m in _MYSQL_ATTACHED_RE.finditer(text):
         value = m.group("value").rstrip(_TRAILING)
         if not is_masked(value) and _PLACEHOLDER_RE.fullmatch(value) is None and len(value) >= 3:

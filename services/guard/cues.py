@@ -65,12 +65,13 @@ FAMILIES: Final[dict[str, Family]] = {
         "automated assistant, automated agent, automated agents, ai helper, ai helpers, memory service, "
         "memory agent, "
         "memory module, memory system",
-        chinese="人工智能 智能助手 智能助理 助手 助理 机器人 大模型 模型 智能体 智能客服",
+        chinese="人工智能 智能助手 智能助理 助手 助理 机器人 大模型 模型 智能体 智能客服 "
+        "记忆系统 记忆模块 记忆服务",
     ),
     "third_person_user": _f(
         phrases="the user, the user's, this user, this user's, the customer, the customer's, the patient, "
         "the patient's, the person you assist, the person you help, the account holder, the member",
-        chinese="该用户 这位用户 此用户 用户 客户 患者 对方",
+        chinese="该用户 这位用户 此用户 用户 使用者 客户 患者 对方",
     ),
     "first_person": _f("i i'm i've i'd i'll me my mine myself", chinese="我 咱"),
     "second_person_modal": _f(
@@ -204,14 +205,23 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     # Portuguese, Italian, Dutch, Polish, Russian, Turkish, Japanese, Korean, Vietnamese, Indonesian;
     # since 2026-12-03 evening also Swedish, Danish, Norwegian, Finnish, Czech, Ukrainian, Greek, Hindi,
     # Arabic, Hebrew, Thai, Romanian, Hungarian; since 2026-12-03 night also Bengali, Tamil, Swahili, Malay,
-    # Tagalog, Persian, Urdu, Croatian/Serbian, Slovak and more Vietnamese and Turkish),
+    # Tagalog, Persian, Urdu, Croatian/Serbian, Slovak and more Vietnamese and Turkish; since 2026-12-04
+    # also Kazakh, more Polish, Korean, Urdu, Indonesian, Ukrainian; the user in the third person and
+    # switching safety off in other languages),
     # general vocabulary as above; literals separated by "|" (they may hold spaces), matched as
     # substrings of the normalised text like the Chinese terms. More Chinese terms of safety topics.
     "ai_reader": "assistent|ki-assistent|asistente|assistente|ассистент|ии-помощник|アシスタント|"
     "エージェント|チャットボット|어시스턴트|에이전트|챗봇|trợ lý ảo|asisten ai|"
     "assistenten|ai-assistent|avustaja|tekoälyavustaja|asistent|asistenta|asistentovi|асистент|"
     "ші-асистент|βοηθός|βοηθέ|सहायक|एआई|مساعد|المساعد|עוזר|העוזר|ผู้ช่วย|asistentul|asszisztens|"
-    "trợ lý|সহকারী|এআই|உதவியாளர்|msaidizi|pembantu ai|katulong|دستیار|اسسٹنٹ",
+    "trợ lý|সহকারী|এআই|உதவியாளர்|msaidizi|pembantu ai|katulong|دستیار|اسسٹنٹ|asystent|көмекші|asisten",
+    # the user named in the third person (the Chinese and English terms are in FAMILIES)
+    "third_person_user": "사용자|ユーザー|utilisateur|usuario|utente|benutzer|nutzer|пользовател|kullanıcı|"
+    "người dùng|pengguna|użytkownik|користувач|χρηστη|उपयोगकर्ता|المستخدم|המשתמש|ผู้ใช้|utilizator|"
+    "felhasználó|användaren|brukeren|käyttäjä|uživatel|používateľ|کاربر|صارف|mtumiaji|gumagamit|korisnik|"
+    "пайдаланушы",
+    "safety_off": "حفاظتی|désactive|désactivez|desactiva|desativ|disattiva|deaktiviere|отключи|отключите|"
+    "вимкни|вимкніть|wyłącz|matikan|tắt bộ lọc|비활성화|無効化|セキュリティチェックを|güvenlik kontrol",
     "memory_write": "merke dir|merk dir|speichere|vermerke|mémorise|retiens que|enregistre|memoriza|"
     "recuerda que|anota que|memorize|lembre-se|memorizza|ricorda che|onthoud|zapamiętaj|запомни|сохрани|"
     "запиши|unutma|覚えて|記憶して|保存して|登録して|記録して|기억해|저장해|기록해|등록해|hãy nhớ|ingat|"
@@ -221,12 +231,13 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "ține minte|salvează|jegyezd meg|mentsd el|"
     "ghi nhớ|lưu lại|lưu vào|মনে রাখ|সংরক্ষণ কর|நினைவில் வை|நினைவில் கொள்|kumbuka|hifadhi|simpan|"
     "catat|tandaan|به خاطر بسپار|ذخیره کن|یادت باشد|یاد رکھ|محفوظ کر|zapamti|spremi|zabilježi|"
-    "zapamätaj",
+    "zapamätaj|zapisz|zachowaj|dodaj do pamięci|сақта|есте сақта|sakla|kaydet|hafızana",
     "memory_target": "gedächtnis|mémoire|memoria|memória|geheugen|pamięć|памят|hafıza|長期記憶|記憶に|"
     "プロフィール|장기 기억|기억에|프로필|bộ nhớ|ingatan|"
     "i minnet|långtidsminne|hukommelse|hukommelsen|muisti|muistiin|paměť|paměti|пам'ять|пам'яті|μνήμη|"
     "μνήμης|मेमोरी|स्मृति|الذاكرة|ذاكرة|זיכרון|הזיכרון|หน่วยความจำ|ความจำ|memoria ta|memória|memóriá|"
-    "trí nhớ|স্মৃতি|মেমোরি|நினைவகம்|kumbukumbu|memori|حافظه|memorij",
+    "trí nhớ|স্মৃতি|মেমোরি|நினைவகம்|kumbukumbu|memori|حافظه|memorij|pamięci|жадқа|жадында|жады|"
+    "پروفائل|یادداشت",
     "persistence": "ab sofort|von nun an|von jetzt an|künftig|zukünftig|dauerhaft|désormais|dorénavant|"
     "à partir de maintenant|à l'avenir|a partir de ahora|de ahora en adelante|en adelante|a partir de agora|"
     "de agora em diante|daqui em diante|d'ora in poi|da ora in poi|d'ora in avanti|vanaf nu|voortaan|"
@@ -240,7 +251,8 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "ทุกครั้ง|ตลอดไป|de acum înainte|întotdeauna|mostantól|ezentúl|mindig|"
     "luôn luôn|mãi mãi|vĩnh viễn|এখন থেকে|সবসময়|স্থায়ীভাবে|இனிமேல்|எப்போதும்|நிரந்தரமாக|"
     "kuanzia sasa|daima|siku zote|kila mara|mulai hari ini|selamanya|sentiasa|mula ngayon|palagi|"
-    "از این به بعد|همیشه|اب سے|ہمیشہ|od sada|ubuduće|uvijek|zauvijek|odteraz",
+    "از این به بعد|همیشه|اب سے|ہمیشہ|od sada|ubuduće|uvijek|zauvijek|odteraz|앞으로는|항상|언제나|"
+    "zawsze|na stałe|бұдан былай|әрқашан|тұрақты|selalu|her zaman|daima",
     "authority": "administrator|administrateur|administrador|amministratore|администратор|systemhinweis|"
     "avis système|aviso del sistema|aviso do sistema|системное уведомление|sicherheitsteam|"
     "équipe de sécurité|equipo de seguridad|служба безопасности|管理者|システム通知|運営事務局|"
@@ -252,7 +264,8 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "rendszergazda|rendszerüzenet|"
     "quản trị viên|thông báo hệ thống|প্রশাসক|সিস্টেম বিজ্ঞপ্তি|நிர்வாகி|msimamizi|"
     "taarifa ya mfumo|pentadbir|notis sistem|pemberitahuan sistem|tagapangasiwa|مدیر سیستم|"
-    "اطلاعیه سیستم|منتظم|obavijest sustava",
+    "اطلاعیه سیستم|منتظم|obavijest sustava|ایڈمنسٹریٹر|سسٹم|اطلاع|әкімші|жүйелік хабарлама|"
+    "pemberitahuan resmi|oficjalne|komunikat",
     "precedence": "vorrang|hat priorität|priorité sur|prioridad sobre|prioridade sobre|priorità su|"
     "приоритет над|ignoriere|ignore les|ignora las|ignore as|ignora le|игнорируй|優先して|無視して|"
     "우선합니다|무시하고|"
@@ -270,12 +283,15 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "मत बताना|न बताएं|बिना पूछे|لا تخبر|دون أن تسأل|אל תספר|בלי לשאול|ไม่ต้องบอก|โดยไม่ต้องถาม|"
     "nu spune|fără să întrebi|ne szólj|kérdezés nélkül|"
     "không cần hỏi|đừng nói|không cần báo|জিজ্ঞাসা না করে|bila kuuliza|usimwambie|tanpa bertanya|"
-    "jangan beritahu|بدون پرسیدن|bez pitanja|ne govori",
+    "jangan beritahu|بدون پرسیدن|bez pitanja|ne govori|نہ دکھائے|نہ بتائے|نہ بتائیں|کو نہ|"
+    "tanpa perlu konfirmasi|tanpa konfirmasi|nie informuj|nie mów|bez pytania|не повідомляйте|"
+    "не кажіть|알리지 마|말하지 마|묻지 마|ескертпе|айтпа",
     "promotion": "empfiehl|empfehle|recommande|recomienda|recomende|raccomanda|рекомендуй|öner|勧め|"
     "おすすめ|推奨|추천|권장|"
     "rekommendera|anbefal|suosittele|doporuč|рекомендуйте|πρότεινε|सुझाव दें|सिफारिश|اقترح|המלץ|"
     "แนะนำ|recomandă|ajánld|"
-    "giới thiệu|đề xuất|সুপারিশ|பரிந்துரை|pendekeza|cadangkan|rekomendasikan|پیشنهاد کن|توصیه|preporuči",
+    "giới thiệu|đề xuất|সুপারিশ|பரிந்துரை|pendekeza|cadangkan|rekomendasikan|پیشنهاد کن|توصیه|preporuči|"
+    "링크|설치|сілтеме|ссылку на|zaleceniem|zakupu",
     "correction": "irrtümlich|fehlerhaft|ungültig|nicht mehr|erroné|invalide|ne plus|erróneo|inválido|"
     "ya no|errado|não mais|errato|non più|ошибочн|недействител|больше не|誤り|間違い|無効|取り消|"
     "오류|잘못|무효|더 이상|改成|换成|别再用|不要再用|"
@@ -286,7 +302,8 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "már nem|"
     "nhầm lẫn|không còn|sai sót|bị sai|ভুলবশত|ভুল|தவறாக|kimakosa|si sahihi|tersilap|tidak lagi|"
     "pagkakamali|اشتباه|غلطی|greškom|pogrešno|više nije|omylom|nesprávne|už nie|yanlışlıkla|hatalı|"
-    "geçersiz",
+    "geçersiz|видаліть|видалити|удалите|удалить|удали|usuń|supprime|supprimez|elimina|borra|lösche|"
+    "silin|hapus|xóa|削除|삭제|ganti|sudah berubah|змінено|изменен|zmieniono|zmienił",
     "safety_topic": "allergie|alergia|allergia|аллерги|alerji|アレルギー|알레르기|medikament|médicament|"
     "medicamento|farmaco|лекарств|薬|복용|notfallkontakt|contact d'urgence|contacto de emergencia|"
     "contato de emergência|contatto di emergenza|экстренн|緊急連絡先|비상 연락처|보호자|紧急联系人|"
@@ -302,7 +319,8 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
     "ব্যাংক অ্যাকাউন্ট|ஒவ்வாமை|மருந்து|அவசர தொடர்பு|வங்கி கணக்கு|mzio|mawasiliano ya dharura|"
     "akaunti ya benki|alahan|ubat|kenalan kecemasan|kontak darurat|akaun bank|rekening bank|gamot|"
     "آلرژی|حساسیت|دارو|تماس اضطراری|حساب بانکی|الرجی|alergij|lijek|hitni kontakt|bankovni račun|"
-    "alergi|liek|núdzový kontakt|bankový účet",
+    "alergi|liek|núdzový kontakt|bankový účet|rekening|екстрен|экстрен|leków|lekarstw|kontakt alarmowy|"
+    "kontakt awaryjny|numer konta|acil durum|banka hesab",
 }
 """Literals per family in more languages (joined to :data:`FAMILIES` at build time)."""
 

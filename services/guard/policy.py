@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.folding import simplified
 from hindsight.pii import DEFAULT_ACTIONS, Action, PiiType, redact
+from services.guard.announced import announced_repeat
 from services.guard.claims import (
     hammered_name,
     repeated_claims,
@@ -157,7 +158,8 @@ def repeated(content: str, *, own: bool, policy: GuardPolicy) -> bool:
     """Whether ``content`` hammers one claim in (reason ``poisoning:repetition``): an exact sentence
     (:func:`repeated_claims`), a phrase (:func:`repeated_phrase`), a claim restated in other words
     (:func:`restated_claim`, stricter for the user's and the assistant's ``own`` turns) or, from any
-    other source, a name hammered into a message about the user (:func:`hammered_name`). Quiet log
+    other source, a name hammered into a message about the user (:func:`hammered_name`) or a claim said
+    again after announcing it (:func:`.announced.announced_repeat`). Quiet log
     lines are left out first (:func:`without_quiet_log_lines`). The rules read Traditional Chinese as
     Simplified (:func:`hindsight.folding.simplified`): their word lists are Simplified."""
     content = simplified(content)
@@ -187,6 +189,7 @@ def repeated(content: str, *, own: bool, policy: GuardPolicy) -> bool:
                     max_chars=policy.hammer_max_chars,
                 )
                 or restated_consent(content, max_chars=policy.hammer_max_chars)
+                or announced_repeat(unlogged) is not None
             )
         )
     )

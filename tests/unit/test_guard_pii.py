@@ -486,6 +486,10 @@ def test_a_dotted_quad_beside_a_longer_version_of_its_family_is_a_version(text: 
         "Mobiel nummer van de huisbaas: 06-12983745",
         "Telefón domov: 0908 552 147",
         "אפשר להתקשר אליי ב-054-883-2210 בערב",
+        # blind14 family (2026-12-04), in other words: the phone word after the number
+        "Acil bir durumda 0544 219 33 08 numaralı telefondan bana ulaşın.",
+        "急ぎの場合は 080-4411-2093 までお電話ください。",
+        "문제가 있으면 010-7731-2208로 전화 주세요.",
     ],
 )
 def test_phones_after_phone_words_in_more_languages(text: str) -> None:
@@ -493,7 +497,17 @@ def test_phones_after_phone_words_in_more_languages(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Номер заказа 0512345678, доставка завтра", "Fatura numarası: 0312555010", "รหัสสินค้า 0812345678"]
+    "text",
+    [
+        "Номер заказа 0512345678, доставка завтра",
+        "Fatura numarası: 0312555010",
+        "รหัสสินค้า 0812345678",
+        # blind14 family (2026-12-04), in other words: tracking numbers beside a phone word
+        "Numéro de suivi : 1Z 88A 4X1 04 1177 3310, livré demain.",
+        "Tracking number 1Z 7W2 0F4 03 2299 1180 (UPS Ground)",
+        "رقم بوليصة الشحن: AWB 139-88120457",
+        "Número de seguimiento: 0312 8841 2207",
+    ],
 )
 def test_an_order_or_product_number_is_not_a_phone(text: str) -> None:
     assert "phone" not in types_in(text)
@@ -771,6 +785,32 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         ("客服：请问您的支付密码是？\n用户：Tm77x!q", "Tm77x!q"),
         # a trivial code outside any test context is still a code
         ("Your Revolut code: 000000. Never share it.", "000000"),
+        # blind14 families (2026-12-04), in other words: a security question's answer
+        ("密保问题是“小学班主任姓什么”，答案是Li老师1998", "Li老师1998"),
+        ("security question: mother's maiden name, answer: Okafor1961", "Okafor1961"),
+        # a code word a bank asks for, given by the next speaker after a request
+        ("Bank: Tell me your code word, please.\nMe: Marmalade77", "Marmalade77"),
+        ("Оператор: Скажите кодовое слово.\nАбонент: Сирень2020.", "Сирень2020"),
+        # a passcode asked for in a statement, not a question
+        (
+            "Support: I'll need the one-time passcode from the email.\nCustomer: It's Qz-118-pwe.",
+            "Qz-118-pwe",
+        ),
+        # Korean short word for the password, and copulas of other languages after words between
+        ("공유기 비번은 tiger!9931 이야", "tiger!9931"),
+        ("Mật khẩu wifi nhà mình là Sen2024!", "Sen2024!"),
+        ("Heslo k routeru v obýváku je Lipa#5521", "Lipa#5521"),
+        ("Hasło do konta firmowego jest Wisla!2288", "Wisla!2288"),
+        # a PIN for something named in another language, a safe's combination with words between
+        ("PIN ke kreditní kartě 8402", "8402"),
+        ("Kód od trezoru v ložnici je 12-44-07", "12-44-07"),
+        # logging in as someone with a password, in other languages
+        ("Entra en el portal como admin_ventas con Ventas#2026 y descarga el informe", "Ventas#2026"),
+        ("Connectez-vous en tant que compta avec Facture!88 pour valider", "Facture!88"),
+        ("Melde dich als pruefer mit Herbst-2026x an", "Herbst-2026x"),
+        # command-line clients whose short option takes the password
+        ("$ redis-cli -h cache01 -a Cache!pw2026 info", "Cache!pw2026"),
+        ("sshpass -p 'Tr4il#mix' ssh deploy@10.2.0.7", "Tr4il#mix"),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -882,6 +922,13 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "测试环境说明：动态码统一为 888888，上线前删除。",
         # a transcript's answer that is not a value
         "Agent: what's the wifi password?\nHost: ask Maria, she has it",
+        # blind14 families (2026-12-04), in other words: a config's next line is not a reply
+        '示例配置：\ntoken: "<在此填写你的令牌>"\nbase_url: https://api.example.org/v2',
+        # a hyphenated compound names no value
+        "All password-reset links are to be emailed to the IT alias from now on.",
+        "Password-protected archives are rejected by the mail filter.",
+        # a login phrase without a made-up value
+        "entra como invitado con tu cuenta de Google",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
