@@ -152,7 +152,14 @@ _COMBINATION_RE: Final = re.compile(
     r"[^.。!！?？\n0-9]{0,40}?(?<![0-9])(" + _COMBINATION_VALUE_RE.pattern + r")(?![0-9])"
 )
 """A combination in the clause after "combination" / "code": ``24-7-13``, ``is 10 20 30``, "Kód k
-trezoru v kanceláři je 58-12-93" (what it opens between; the caller wants a lock word near)."""
+trezoru v kanceláři je 58-12-93" (what it opens between; the caller wants a lock word near, and words
+between must end in :data:`_COMBINATION_GAP_RE`)."""
+_COMBINATION_GAP_RE: Final = re.compile(
+    r"(?:^[\s:：=]*|(?<![^\W\d_])(?:is|was|je|jest|est|ist|es|è|é|är|er|era|war|это|[:：=]))\s*$",
+    re.IGNORECASE,
+)
+"""What may stand right before a combination after words between it and "code": a copula or a
+separator ("the code for the back gate is 12-40-07"), never a date's preposition ("changed on 12/05/26")."""
 
 
 def _clause_around(text: str, start: int, end: int, chars: int) -> str:
@@ -191,7 +198,10 @@ def _access_code_spans(text: str) -> Iterator[_Span]:
                 yield spoken
             continue
         value = digits.group(1)
-        if credential_like(value, kind="pin") or _COMBINATION_VALUE_RE.fullmatch(value):
+        gap = text[digits.start() : digits.start(1)]
+        if credential_like(value, kind="pin") or (
+            _COMBINATION_VALUE_RE.fullmatch(value) and _COMBINATION_GAP_RE.search(gap)
+        ):
             yield "password", digits.start(1), digits.end(1)
 
 

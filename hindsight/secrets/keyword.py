@@ -225,13 +225,12 @@ def _accept(
     ):
         # "密码是我生日" / "验证码已发送": a Chinese word after the keyword describes it; a quoted
         # value with a digit or a Latin letter is the credential itself (口令为“青山绿水2024”)
-        head = re.match(r"[A-Za-z0-9!@#$%^&*_\-+=.~]{3,}", stripped)
+        # a security answer is any word the user chose, with digits or letters beside it ("豆豆2008")
         answer = "答案" in m.group(0) and len(stripped) <= 32
-        if answer and any(c.isascii() and c.isalnum() for c in stripped):
-            pass  # a security answer is any word the user chose, digits or letters beside it ("豆豆2008")
-        elif head is None:
-            return None
-        else:
+        if not (answer and any(c.isascii() and c.isalnum() for c in stripped)):
+            head = re.match(r"[A-Za-z0-9!@#$%^&*_\-+=.~]{3,}", stripped)
+            if head is None:
+                return None
             stripped = head.group(0)
     if (
         stripped.startswith("//")  # "see https://intra.example.com/...": the colon was a URL scheme's

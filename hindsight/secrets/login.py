@@ -37,7 +37,7 @@ _LOGIN_AS_OTHER_RE: Final = re.compile(
     r"log(?:ge)?\s+(?:dich|in)|inloggen|zaloguj\s+si[eę]|войди|зайди|залогинься|авторизуйся|logga\s+in"
     r")(?:\s+[^\s,，.。]+){0,4}?\s+(?:como|come|en\s+tant\s+que|comme|als|jako|как|под|som)\s+"
     r"[\"'`“‘]?[^\s\"'`“”‘’,，]{1,64}[\"'`”’]?\s+(?:con|com|avec|mit|met|z|с|med)\s+"
-    r"(?:(?:la|el|a|o|le|il|dem|het|sua|su|tu|ta|il|hasłem|паролем|lösenordet|contraseña|senha|password|"
+    r"(?:(?:la|el|a|o|le|il|dem|het|sua|su|tu|ta|hasłem|паролем|lösenordet|contraseña|senha|password|"
     r"mot\s+de\s+passe|passwort|wachtwoord|clave)\s+){0,2}[\"'`“‘]?([^\s\"'`“”‘’,，;；。、]{3,128})",
     re.IGNORECASE,
 )

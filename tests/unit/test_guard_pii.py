@@ -929,6 +929,8 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "Password-protected archives are rejected by the mail filter.",
         # a login phrase without a made-up value
         "entra como invitado con tu cuenta de Google",
+        # a date in the clause after a lock's code is no combination
+        "The gate code changed on 12/05/26, ask the landlord for the new one.",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
