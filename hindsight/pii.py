@@ -640,7 +640,15 @@ def _test_card(text: str, start: int, end: int) -> bool:
     )
 
 
+_GDS_PAYMENT_RE: Final = re.compile(r"(?<![A-Za-z0-9])FP[ ]?CC[A-Z]{2}([0-9]{13,19})(?![0-9])")
+"""A card in an airline reservation's form of payment, glued to its two-letter card code (IATA PNR
+format, ``FP CCAX378228786877788/0329``): no word boundary before it for :data:`_CARD_RE` to see."""
+
+
 def _detect_bank_card(text: str) -> Iterator[_Span]:
+    for m in _GDS_PAYMENT_RE.finditer(text) if "CC" in text else ():
+        if _card_ok(m.group(1)):
+            yield "bank_card", m.start(1), m.end(1)
     for m in _CARD_RE.finditer(text):
         candidate = m.group()
         if _test_card(text, m.start(), m.end()) or _inside_iban(text, m.start(), m.end()):
@@ -821,7 +829,14 @@ PASSPORT_WINDOW_AFTER: Final[int] = 48
 """Characters around a passport keyword searched for a number (our choice: one short clause)."""
 
 
+_SSR_DOCS_RE: Final = re.compile(r"SSR[ ]DOCS[ ][A-Z0-9]{2}[ ]?[A-Z]{2}[0-9]/P/[A-Z]{2,3}/([A-Z0-9]{5,15})/")
+"""The passport in an airline reservation's secure-flight line (IATA ``SSR DOCS``: document type ``P``,
+issuing country, then the number: ``SSR DOCS YY HK1/P/USA/561204873/USA/14MAR88/F/...``)."""
+
+
 def _detect_passport(text: str) -> Iterator[_Span]:
+    for m in _SSR_DOCS_RE.finditer(text) if "SSR" in text else ():
+        yield "passport", m.start(1), m.end(1)
     for kw in _PASSPORT_KEYWORD_RE.finditer(text):
         lo = max(0, kw.start() - PASSPORT_WINDOW_BEFORE)
         hi = min(len(text), kw.end() + PASSPORT_WINDOW_AFTER)

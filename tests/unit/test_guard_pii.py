@@ -391,6 +391,18 @@ def test_no_passport_without_keyword_nearby(text: str) -> None:
     assert "passport" not in types_in(text)
 
 
+def test_an_airline_reservation_record_gives_its_passport_and_its_card() -> None:
+    """blind13's unfixed family (2026-12-04), in other words: IATA ``SSR DOCS`` and ``FP CC..`` lines."""
+    pnr = (
+        "RLOC 8TQZ4M\n1.1OKONJO/ADA MRS\n"
+        "SSR DOCS KL HK1/P/NGA/A09921734/NGA/03FEB79/F/11NOV31/OKONJO/ADA\n"
+        "FP CCVI4716108999716531/1128"
+    )
+    found = {(f.type, f.text) for f in detect(pnr)}
+    assert found == {("passport", "A09921734"), ("bank_card", "4716108999716531")}
+    assert types_in("FP CCVI4716108999716530/1128") == []  # not Luhn-valid: no card
+
+
 # ---------------------------------------------------------------------------------------------
 # IP addresses
 
