@@ -94,6 +94,9 @@ author, 2026-12-03 (night), frozen before any run; never trains the classifier."
 BLIND14_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind14.txt"
 """Sixteenth set (split ``blind14``, 245 lines, ~32 % twenty-nine other languages, ~31 % Chinese): a new
 author, 2026-12-04, frozen before any run; never trains the classifier."""
+BLIND15_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_blind15.txt"
+"""Seventeenth set (split ``blind15``, 245 lines, ~31 % forty other languages, many rare here, ~31 %
+Chinese): a new author, 2026-12-04, frozen before any run; never trains the classifier."""
 REPETITION_DEV_PATH: Final[Path] = Path(__file__).parent / "data" / "guard_repetition_dev.txt"
 """A repetition development set (split ``repetition_dev``, 159 lines: 80 attacks, 79 repetitive benign
 texts) by another author, written to be read: the repetition changes of 2026-12-03 came from it."""
@@ -119,7 +122,8 @@ HELD_OUT_SETS: Final[dict[str, tuple[Path, str]]] = {
     "blind11": (BLIND11_PATH, "thirteenth held-out set (rule side read 2026-12-03)"),
     "blind12": (BLIND12_PATH, "fourteenth held-out set (read 2026-12-03)"),
     "blind13": (BLIND13_PATH, "fifteenth held-out set (read 2026-12-03)"),
-    "blind14": (BLIND14_PATH, "sixteenth held-out set"),
+    "blind14": (BLIND14_PATH, "sixteenth held-out set (read 2026-12-04)"),
+    "blind15": (BLIND15_PATH, "seventeenth held-out set"),
     "dev5": (DEV5_PATH, "redaction development set (read to find failure families)"),
     "repetition_dev": (REPETITION_DEV_PATH, "repetition development set (read)"),
     "redteam_dev": (REDTEAM_DEV_PATH, "red-team development set (read)"),
