@@ -53,6 +53,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -159,13 +160,21 @@ class RedactionResult:
 # Text folding: full-width ASCII (U+FF01-U+FF5E) and the ideographic space map 1:1 to ASCII.
 
 _FOLD_TABLE: Final[Mapping[int, int]] = MappingProxyType(
-    {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20, 0x00A0: 0x20}
+    {
+        cp: 0x30 + unicodedata.decimal(chr(cp))
+        for cp in range(0x80, 0x10000)
+        if unicodedata.category(chr(cp)) == "Nd"
+    }
+    | {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
+    | {0x3000: 0x20, 0x00A0: 0x20}
 )
 
 
 def _fold(text: str) -> str:
-    """Fold full-width ASCII to ASCII and Traditional Chinese to Simplified (the credential words are
-    listed in Simplified: "密碼" is "密码"), one character for one, so offsets are unchanged."""
+    """Fold full-width ASCII to ASCII, the decimal digits of every script to ASCII digits (Devanagari
+    "५ ८ ३ १", Arabic-Indic, Bengali, Thai ...: a code is a code in any script's digits) and Traditional
+    Chinese to Simplified (the credential words are listed in Simplified: "密碼" is "密码"), one
+    character for one, so offsets are unchanged."""
     return text if text.isascii() else simplified(text).translate(_FOLD_TABLE)
 
 
@@ -275,7 +284,11 @@ _PHONE_WORD_RE: Final = re.compile(
     r"נייד|โทรศัพท์|เบอร์โทร|"
     # nl, sk/hr/sl, sw, ms, bn, ta, fa/ur, and the verbs "call" of he and ar
     r"telefoon\w*|mobiel\w*|gsm|telef[oó]n\w*|mobitel\w*|simu|nombor|ফোন|মোবাইল|தொலைபேசி|கைபேசி|"
-    r"تلفن|موبایل|فون|התקשר\w*|תתקשר\w*|להתקשר|חייג\w*|اتصل\w*)(?![A-Za-z])|(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|"
+    r"تلفن|موبایل|فون|התקשר\w*|תתקשר\w*|להתקשר|חייג\w*|اتصل\w*|"
+    # ca, lt, lv, ka, hy, si, km, lo, my, ml, te, kn, gu, pa, ps, af, is, ga, cy, mt, zu, mn
+    r"telèfon|telefonas|tālru\w*|ტელეფონ\w*|հեռախոս\w*|දුරකථන|ទូរស័ព្ទ|ໂທລະສັບ|ဖုန်း|ഫോൺ|ఫోన్|ಫೋನ್|ફોન|"
+    r"ਫ਼ੋਨ|ਫੋਨ|تلیفون|selfoon|sími|guthán|ffôn|mowbajl|inombolo|утас\w*)(?![A-Za-z])|"
+    r"(?<=[a-z])nummer(?![A-Za-z])|电话|手机|致电|联系|号码|電話|手機|聯繫|號碼|手提|"
     r"携帯|連絡|전화|휴대폰|연락처",
     re.IGNORECASE,
 )
@@ -350,7 +363,24 @@ def _service_line(text: str, start: int, end: int) -> bool:
     )
 
 
+_EN_DIGIT_WORD: Final = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_EN_SPOKEN_NUMBER_RE: Final = re.compile(
+    rf"(?<![A-Za-z]){_EN_DIGIT_WORD}(?:[ ,\-]+{_EN_DIGIT_WORD}){{9,11}}(?![A-Za-z])", re.IGNORECASE
+)
+"""A phone number read out digit by digit in English, 10-12 digit words ("six one seven, five five five,
+zero one four two": a call transcript), after a phone word."""
+SPOKEN_PHONE_WINDOW: Final[int] = 120
+"""Characters after a phone word where a number read out must end (ours: a question and the next
+speaker's answer)."""
+
+
 def _detect_spoken_phone(text: str) -> Iterator[_Span]:
+    english = _EN_SPOKEN_NUMBER_RE.search(text) is not None
+    if english:
+        for word in _PHONE_WORD_RE.finditer(text):
+            hi = min(len(text), word.end() + SPOKEN_PHONE_WINDOW)
+            for m in _EN_SPOKEN_NUMBER_RE.finditer(text, word.end(), hi):
+                yield "phone", m.start(), m.end()
     if _ZH_SPOKEN_NUMBER_RE.search(text) is None:
         return
     for word in _PHONE_WORD_RE.finditer(text):

@@ -120,7 +120,8 @@ def _code_is_spans(text: str) -> Iterator[_Span]:
 
 
 _OBJECT_CODE_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:code|combination|combo|código|codice|код|kod|kód|kombinace|kombinacja|kombination)(?![A-Za-z])",
+    r"(?<![A-Za-z])(?:(?:alarm|deur|kluis|toegangs|poort|hek)?(?:code|kode)|combination|combo|código|codice|код|kod|kód|"
+    r"kombinace|kombinacja|kombination)(?![A-Za-z])|कोड",
     re.IGNORECASE,
 )
 _LOCK_CONTEXT_RE: Final = re.compile(
@@ -129,7 +130,7 @@ _LOCK_CONTEXT_RE: Final = re.compile(
     r"cadenas|lucchetto|cancello|домофон\w*|двер\w*|подъезд\w*|сейф\w*|замк\w*|"
     # safes and lockers in cs/sk, pl, de, es, fr, it, nl
     r"trezor\w*|sejf\w*|tresor\w*|caja\s+fuerte|coffre(?:-fort)?|cassaforte|kluis|zámk?\w*|skříň\w*)(?![A-Za-z])|"
-    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜|金庫|금고",
+    r"保险箱|保险柜|密码锁|门锁|快递柜|储物柜|金庫|금고|ढोका|दरवाज़ा|दरवाजा|तिजोरी|लॉकर",
     re.IGNORECASE,
 )
 """Things opened by a code: with one in the clause, "code" / "combination" names an access code
@@ -181,6 +182,11 @@ _DEVICE_CODE_RE: Final = re.compile(
 0815", "Door keypad: 7316 then press the tick", "门禁：4096#"."""
 
 
+_COPULA_IN_CLAUSE_RE: Final = re.compile(r"[^.。!！?？\n:=]{0,48}?(?=\s(?:is|was)\s|[:=])", re.IGNORECASE)
+"""The words between a code's name and the clause's first copula or separator ("for the key safe by the
+back door")."""
+
+
 def _access_code_spans(text: str) -> Iterator[_Span]:
     for m in _DEVICE_CODE_RE.finditer(text):
         group = 1 if m.group(1) else 2
@@ -189,11 +195,17 @@ def _access_code_spans(text: str) -> Iterator[_Span]:
     for m in _OBJECT_CODE_RE.finditer(text):
         if _NOT_ACCESS_CODE_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
-        if not _LOCK_CONTEXT_RE.search(_clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)):
-            continue
+        compound = m.group().lower().startswith(("alarm", "deur", "kluis", "toegangs", "poort", "hek"))
+        if not compound and not _LOCK_CONTEXT_RE.search(
+            _clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)
+        ):
+            continue  # "alarmkode", "deurcode" name what they open themselves
         digits = _PIN_VALUE_RE.match(text, m.end()) or _COMBINATION_RE.match(text, m.end())
         if digits is None:
-            spoken = _spoken(text, m.end())  # "the gate code is seven three three zero"
+            # "the gate code is seven three three zero", "the code for the key safe by the back door is
+            # two seven three nine": number words after the clause's first copula
+            copula = _COPULA_IN_CLAUSE_RE.match(text, m.end())
+            spoken = _spoken(text, copula.end() if copula is not None else m.end())
             if spoken is not None and not spoken_word_value(text, spoken):
                 yield spoken
             continue

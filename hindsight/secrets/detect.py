@@ -94,6 +94,10 @@ _WORD_CLASSES: Final[dict[str, tuple[str, ...]]] = {
         *["கடவுச்சொல்", "পাসওয়ার্ড", "پاس", "msimbo", "ওটিপি", "কোড", "ஓடிபி", "குறியீடு", "کوڈ", "ٹی"],
         "รหัสผ่าน",
         "masterauth",
+        *["contrasenya", "contrasinal", "pasahitz", "parool", "slaptažod", "gesl", "лозинк", "парол", "пин"],
+        *["fjalëkalim", "lykilorð", "pasfhocal", "cyfrinair", "wagwoord", "iphasiwedi", "furaha", "kalmar"],
+        *["şifrə", "parol", "нууц", "პაროლ", "գաղտնաբառ", "මුරපදය", "ពាក្យសម្ងាត់", "ລະຫັດຜ່ານ", "စကားဝှက်"],
+        *["പാസ്", "పాస్", "ಪಾಸ್", "પાસવર્ડ", "ਪਾਸਵਰਡ", "پټنوم", "លេខកូដ"],
     ),
     # every alternative of _CONTEXT_WORD_RE (entropy with context)
     "context": (

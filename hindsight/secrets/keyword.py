@@ -77,10 +77,17 @@ def _value_after(text: str, pos: int) -> tuple[int, str, str] | None:
         if token.lower().rstrip(".,:") in FILLER_WORDS and words < _MAX_FILLERS:
             i, words = m.end(), words + 1
             continue
+        spaced = _SPACED_DIGITS_RE.match(text, m.start(1))
+        if spaced is not None:  # "it's 9 1 4 4 7 2": a code read out digit by digit
+            return spaced.start(), spaced.group(), text[pos : spaced.start()]
         if len(token) < 3:
             return None
         return m.start(1), token, text[pos : m.start(1)]
     return None
+
+
+_SPACED_DIGITS_RE: Final = re.compile(r"[0-9](?:[ \-][0-9]){3,7}(?![ \-]?[0-9])")
+"""4-8 digits one by one ("9 1 4 4 7 2", "6-0-4-2"): a code read out or typed apart, as a value."""
 
 
 _PIN_WORD_RE: Final = re.compile(r"^pin(?:\s?(?:code|number))?$", re.IGNORECASE)
@@ -89,8 +96,9 @@ _PROSE_PIN_CONTEXT_RE: Final = re.compile(r"\b(?:bowling|hair|safety|rolling|pus
 
 _CLAUSE_SEPARATOR_RE: Final = re.compile(
     r"[^.。!！?？\n:：=]{0,80}?(?:[:：=]|(?<=\s)(?:is|was|are|were|will\s+be|should\s+be|es|est|ist|lautet|é|è|era|war|c'est|"
-    # the copulas of vi, cs/sk/hr, pl, sv, id/ms, el, ru, ro ("Mật khẩu ví MoMo của mình là X")
-    r"là|je|jest|är|adalah|ialah|είναι|это|este)(?=\s)|"
+    # the copulas of vi, cs/sk/hr, pl, sv, id/ms, el, ru, ro, ca, sr/mk/bg, lv/lt, ar ("Mật khẩu ví MoMo của
+    # mình là X", "Лозинка за рутер је X"); not "on" or "er", English words
+    r"là|je|jest|är|adalah|ialah|είναι|это|este|és|је|е|ir|yra|هو|هي)(?=\s)|"
     r"是|为|は)\s*"
 )
 """An explicit separator or copula later in the clause: "password for the guests: X", "password
@@ -102,8 +110,8 @@ MAX_COPULAS: Final[int] = 3
 """Separators or copulas tried, in order, in the clause after a credential word."""
 _NEXT_SPEAKER: Final = (
     r"[ \t]*\n\s*(?:[A-Z][\w.'\-]{0,20}(?:[ ][\w.'\-]{1,20})?|[^\W\d_]{1,10})\s*[：:]\s*"
-    r"(?:(?:yeah|yes|yep|yup|sure|ok|okay|uh|um|right|so|好的|嗯)[,.!，。]?\s+){0,2}"
-    r"(?:(?:it'?s|it\s+is|that'?s|it\s+was)\s+|就?是)?"
+    r"(?i:(?:yeah|yes|yep|yup|sure|ok|okay|uh|um|right|so|好的|嗯)[,.!，。]?\s+){0,2}"
+    r"(?i:(?:it'?s|it\s+is|that'?s|it\s+was)\s+|就?是)?"
 )
 _ANSWERED_RE: Final = re.compile(
     r"[^.。!！?？\n]{0,60}?(?:[?？](?:\s*(?:(?:it'?s|it\s+is|that'?s|it\s+was)(?=\s)|就?是|答\s*[：:])|"
@@ -215,6 +223,12 @@ def _accept(
         if name is None or len(stripped) == name.end() or _DESCRIPTIVE_FIELD_RE.fullmatch(name.group()):
             return None
         start, stripped, gap = start + name.end(), stripped[name.end() :], "="
+    # read out digit by digit ("9 1 4 4 7 2"): a code, though no credential is spelled with spaces
+    spaced = (
+        _kw_type(m) == "password"
+        and _SPACED_DIGITS_RE.fullmatch(stripped) is not None
+        and not _UNIT_AFTER_RE.match(text, start + len(stripped))
+    )
     kind = _kw_kind(m)
     cjk_word = bool(m.group("zpw") or m.group("zkey") or m.group("ztok"))
     quoted = gap.rstrip(" ").endswith(("“", '"', "「", "‘", "'"))
@@ -232,7 +246,7 @@ def _accept(
             if head is None:
                 return None
             stripped = head.group(0)
-    if (
+    if not spaced and (
         stripped.startswith("//")  # "see https://intra.example.com/...": the colon was a URL scheme's
         or not credential_like(stripped, kind=kind)
         or _is_prose(m, stripped, gap, cjk_word=cjk_word)
@@ -320,8 +334,14 @@ def _after_copula(
             sep = clause.match(text, start)
             if sep is None or _OTHER_FIELD_RE.search(sep.group()):
                 break  # 'api_key="YOUR_KEY" contact="a@b.c"': the later "=" is another field's
-            if clause is _ANSWERED_RE and not re.search("[?？]", sep.group()) and not _spoken_turn(text, m):
-                break  # 'secret: "<替换>"\nendpoint: https://...': the next line of a config, not a reply
+            if (
+                clause is _ANSWERED_RE
+                and not re.search("[?？]", sep.group())
+                and (start != m.end() or not _spoken_turn(text, m))
+            ):
+                # 'secret: "<替换>"\nendpoint: https://...': the next line of a config, not a reply; and a
+                # request is answered by the very next turn, not by a later one ("Agent: Thank you")
+                break
             after = _value_after(text, sep.end())  # skips "still", "now"
             if clause is _LATER_SENTENCE_RE and after and not _strong_value(after[1].rstrip(_TRAILING)):
                 # "Change your password often. It is important.", "I reset my password. It is 9:30 now":
@@ -502,7 +522,8 @@ _PUBLIC_PIN_AFTER_RE: Final = re.compile(r"\s*(?:par\s+défaut|por\s+defecto|di\
 _CODE_INTRO_RE: Final = re.compile(
     r"(?:^|(?<![^\W\d_])(?:is|was|are|now|'s|’s|es|est|ist|è|é|lautet|beträgt|wynosi|to|je|är|er|on|"
     r"это|είναι|là|adalah|your|yours|anda|vous|votre|tu|su|ihr|dein|seu|sua|tuo|ваш|ваша|jest|"
-    r"[a-z]*code)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的|هو|هي|بك)[\s\"'“‘\[(【「]*$|"
+    r"[a-z]*code|е|је|és|ir|එක)|\w+['’]s|[:：=\-–—→#\[(【「\"'“‘]|是|为|為|は|는|은|번호|您的|你的|هو|هي|بك|"
+    r"គឺ|คือ|ແມ່ນ)[\s\"'“‘\[(【「]*$|"
     # "the PIN for the certificate file 4417", "die PIN für die Zertifikatsdatei 4417": what it opens
     r"^\s*(?:for|für|fürs|de|du|des|para|pour|per|of|von|zum|zur|для|от|"
     # and in cs/sk, pl, nl, sv/da/no, ru/uk, vi, id/ms ("PIN ke služební kartě 4471")

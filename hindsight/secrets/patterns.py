@@ -56,7 +56,16 @@ _EN_PASSWORD: Final = (
     # and ms, sw, hr/sr/bs, ta, bn, ur; their one-time and verification codes
     r"kata\s+laluan|nenosiri|lozink[aeiu]|கடவுச்சொல்|পাসওয়ার্ড|پاس\s?ورڈ|"
     r"kod\s+(?:pengesahan|tac|keselamatan)|msimbo\s+wa\s+(?:uthibitisho|siri)|ওটিপি|ভেরিফিকেশন\s+কোড|"
-    r"যাচাইকরণ\s+কোড|ஓடிபி|சரிபார்ப்பு\s+குறியீடு|تصدیقی\s+کوڈ|او\s?ٹی\s?پی"
+    r"যাচাইকরণ\s+কোড|ஓடிபி|சரிபார்ப்பு\s+குறியீடு|تصدیقی\s+کوڈ|او\s?ٹی\s?پی|"
+    # and ca, gl, eu, et, lt, sl, sr/mk/bg, sq, is, ga, cy, af, zu, so, ha, az, uz, mn, ka, hy, si, km, lo,
+    # my, ml, te, kn, gu, pa, ps (the password word); PIN in Cyrillic; the one-time and login codes of
+    # mk/bg/sr and the verification code of km
+    r"contrasenya|contrasinal|pasahitz\w*|parool\w*|slaptažod\w*|gesl[oa]|лозинк\w*|парол(?:а|ата|и)|"
+    r"fjalëkalim\w*|lykilorð\w*|pasfhocal|cyfrinair|wagwoord|iphasiwedi|furaha\s+sirta|kalmar\s+sirri|"
+    r"şifrə\w*|parol(?:i|im|ingiz|ni)?|нууц\s+үг|პაროლ\w*|գաղտնաբառ\w*|මුරපදය|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ|"
+    r"စကားဝှက်|പാസ്\u200c?വേഡ്|పాస్\u200c?వర్డ్|ಪಾಸ್\u200c?ವರ್ಡ್|પાસવર્ડ|ਪਾਸਵਰਡ|پټنوم|"
+    r"пин(?:-?\s?код\w*)?|еднократен\s+код|код\s+за\s+(?:најава|потврда|верификација|вход|потвърждение)|"
+    r"លេខកូដ\w*"
 )
 _ZH_PASSWORD: Final = (
     r"密码|口令|验证码|校验码|动态码|安全码|支付码|取件码|门禁码|解锁码|开锁码|开门码|"
@@ -333,6 +342,8 @@ def _kw_kind(m: re.Match[str]) -> str:
             "குறியீடு",
             "کوڈ",
             "ٹی",
+            "пин",
+            "កូដ",
         )
         spoken_word = "word" in word or "слов" in word  # a code word is a word ("кодовое слово")
         if any(w in word for w in digitish) and "pass" not in word and "密码" not in word and not spoken_word:

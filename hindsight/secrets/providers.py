@@ -3,9 +3,9 @@
 :data:`PROVIDER_PATTERNS`: cloud access keys (AWS, Alibaba Cloud, Tencent Cloud, Google, Azure
 storage keys), Git hosting (GitHub, GitLab), model hubs and model APIs (Hugging Face,
 OpenAI/Anthropic ``sk-``, Groq, Replicate, Perplexity), chat platforms (Slack tokens and webhooks,
-Discord, Telegram bots), payment providers (Stripe, Square), package registries (npm, PyPI) and
-JWTs. The prefixes are the providers' documented formats (as collected by gitleaks and
-detect-secrets); each match must also look generated (letters and digits). One Aho-Corasick
+Feishu/Lark and Teams webhooks, Discord, Telegram bots), payment providers (Stripe, Square), package
+registries (npm, PyPI) and JWTs. The prefixes are the providers' documented formats (as collected by
+gitleaks and detect-secrets); each match must also look generated (letters and digits). One Aho-Corasick
 automaton over the patterns' literals (:data:`_LITERALS`) says which patterns a text may match.
 
 Also the other fixed formats: PEM/OpenSSH/PuTTY private-key blocks, connection strings with a
@@ -66,6 +66,9 @@ _PROVIDER_SPECS: Final[tuple[tuple[SecretType, str, int], ...]] = (
     ("token", _L + r"xox[abposre]-[A-Za-z0-9\-]{10,}", 0),  # Slack tokens
     ("token", r"hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,})", 1),
     ("token", r"discord(?:app)?\.com/api/webhooks/(\d{15,20}/[A-Za-z0-9_\-]{40,})", 1),
+    # Feishu / Lark custom bots (the hook id in the path) and Microsoft Teams incoming webhooks
+    ("token", r"open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/([0-9A-Za-z\-]{20,64})", 1),
+    ("token", r"\.webhook\.office\.com/webhookb2/([0-9A-Za-z\-@/]{40,300})", 1),
     (
         "token",
         r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _R,
@@ -125,6 +128,8 @@ _PROVIDER_LITERALS: Final[tuple[tuple[str, ...], ...]] = (
     ("xox",),
     ("hooks.slack.com",),
     ("discord",),
+    ("open-apis/bot",),
+    ("webhookb2",),
     (".",),
     (":AA",),
     ("SG.",),

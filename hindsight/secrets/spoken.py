@@ -110,12 +110,32 @@ _SPELLING_WORD_RE: Final = re.compile(
 """Words only a spelling has: a letter's case or a symbol's name."""
 
 
+_ZH_DIGIT: Final = "[零〇一二三四五六七八九幺两]"
+_ZH_READ_OUT_RE: Final = re.compile(
+    rf"[^。！？!?\n]{{0,16}}?(?<!{_ZH_DIGIT})({_ZH_DIGIT}(?:[ \-]?{_ZH_DIGIT}){{3,9}})"
+    r"(?![零〇一二三四五六七八九幺两十百千万])"
+)
+"""4-10 Chinese digits read out in the clause after a credential word ("保险箱密码我念一下啊，七 三 零 九
+二 一", "验证码是幺二三四五六"): a code, as speech-to-text writes it (幺 and 两 are the spoken one and
+two); a number with 十/百/千/万 after it is an amount, not a code."""
+
+
+def zh_read_out(text: str, pos: int) -> _Span | None:
+    """Chinese digits read out after ``pos`` (:data:`_ZH_READ_OUT_RE`), else ``None``."""
+    m = _ZH_READ_OUT_RE.match(text, pos)
+    return ("password", m.start(1), m.end(1)) if m is not None else None
+
+
 def _read_out(text: str, m: re.Match[str], *, password_word: bool) -> _Span | bool:
     """A value dictated or read out after credential word ``m`` (a span); True when the words after
     it give a size instead ("the password is about twenty three characters long": no value); else
     False."""
     if password_word and (dictated := _dictated(text, m.end())) is not None:
         return dictated
+    # not after 口令, which is also a drill's call ("广播体操口令：一二三四，二二三四")
+    zh_word = m.group("zpw") and m.group("zpw") != "口令"
+    if _kw_type(m) == "password" and zh_word and (zh := zh_read_out(text, m.end())) is not None:
+        return zh
     if _kw_type(m) == "password":
         spoken = _spoken(text, m.end(), word_first=_kw_kind(m) == "password")
         if spoken is not None:

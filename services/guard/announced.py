@@ -6,7 +6,7 @@ second time ("Je le répète : le client préfère le compte Atlas", "Το επ�
 στο Dropbox", "重要的事情说三遍"). People do that too, in their own turns ("I'll say it again: no
 peanuts"), so the rule is for other sources only (the caller's job). It fires when the text has an
 explicit repetition marker (:data:`MARKER_RE`: "I repeat", "je le répète", "ich wiederhole",
-"повторяю", "再说一遍" and the same in 20 more languages, Greek without accents as
+"повторяю", "再说一遍", "पुन्हा सांगतो" and the same in 50 more languages, Greek without accents as
 :func:`hindsight.folding.fold` reads it; not "again" or "once again", which thanks use: "once again,
 thank you for ...", "ещё раз спасибо") and one run of :data:`RUN_WORDS` words (or :data:`RUN_CJK_CHARS` CJK
 characters) occurs both before and after the marker: the claim said, announced and said again.
@@ -26,7 +26,12 @@ MARKER_RE: Final = re.compile(
     r"lo\s+vuelvo\s+a\s+decir|volto\s+a\s+dizer|(?:lo\s+)?ripeto|ich\s+wiederhole|ik\s+herhaal|"
     r"jag\s+upprepar|jeg\s+gentager|jeg\s+gjentar|toistan|επαναλαμβανω|повторяю|повторюю|powtarzam|"
     r"opakuji|opakujem|tekrar\s+ediyorum|tekrarlıyorum|saya\s+ulangi|tôi\s+nhắc\s+lại|أكرر|אני\s+חוזר|"
-    r"दोहराता\s+हूँ|दोहराती\s+हूँ)(?![^\W\d_])|"
+    r"दोहराता\s+हूँ|दोहराती\s+हूँ|ho\s+repeteixo|errepikatzen\s+dut|atkārtoju|kartoju|ponavljam|понављам|"
+    r"повтарям|повторувам|po\s+e\s+përsëris|təkrar\s+edirəm|takrorlayman|ek\s+herhaal|ég\s+endurtek|"
+    r"deirim\s+arís|rwy'n\s+ailadrodd|nirrepeti|uulitin\s+ko|na\s+maimaita|ngiyaphinda|waan\s+ku\s+celinayaa)"
+    r"(?![^\W\d_])|"
+    r"पुन्हा\s+सांग(?:तो|ते)|फेरि\s+भन्छु|फिर\s+से\s+कह(?:ता|ती)\s+हूँ|ვიმეორებ|կրկնում\s+եմ|давтъя|"
+    r"නැවත\s+කියනවා|ម្តងទៀត|വീണ്ടും\s+പറയ|మళ్ళీ\s+చెబ|ಮತ್ತೆ\s+ಹೇಳ|ફરીથી\s+કહ|ਮੁੜ\s+ਕਹ|"
     r"再说一遍|再说一次|再重复一遍|重复一遍|重复一次|我再重复|"
     r"繰り返します|もう一度言います|다시\s?말하지만|반복합니다",
     re.IGNORECASE,

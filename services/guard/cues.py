@@ -324,6 +324,63 @@ OTHER_LANGUAGES: Final[dict[str, str]] = {
 }
 """Literals per family in more languages (joined to :data:`FAMILIES` at build time)."""
 
+RARER_LANGUAGES: Final[dict[str, str]] = {
+    # The same concepts in the languages a seventeenth set (blind15, 2026-12-04) showed the cues did not
+    # know, and their neighbours: Catalan, Basque, Galician, Estonian, Latvian, Lithuanian, Slovenian,
+    # Serbian (Cyrillic), Bulgarian, Macedonian, Albanian, Georgian, Armenian, Azerbaijani, Uzbek,
+    # Mongolian, Nepali, Marathi, Sinhala, Khmer, Lao, Burmese, Malayalam, Telugu, Kannada, Gujarati,
+    # Punjabi, Pashto, Somali, Hausa, Zulu, Afrikaans, Icelandic, Irish, Welsh, Maltese. General
+    # vocabulary (assistant, remember, memory, from now on, the user, administrator, correction, delete,
+    # allergy, medicine, blood group); literals of two or three letters are left out (they are inside
+    # too many words).
+    "ai_reader": "laguntzaile|ასისტენტ|օգնական|köməkçi|yordamchi|туслах|सहाय्यक|සහායක|ជំនួយការ|ຜູ້ຊ່ວຍ|"
+    "လက်ထောက်|സഹായി|సహాయక|ಸಹಾಯಕ|સહાયક|ਸਹਾਇਕ|مرستیال|caawiye|mataimaki|umsizi|aðstoðarmaður|cúntóir|"
+    "cynorthwyydd",
+    "memory_write": "recorda|desa-ho|gogoratu|gorde|lembra|garda|pea meeles|jäta meelde|salvesta|atceries|"
+    "saglabā|įsimink|išsaugok|zapomni si|shrani|запамти|сачувај|запази|зачувај|mbaj mend|ruaj|"
+    "დაიმახსოვრე|შეინახე|հիշիր|պահպանիր|yadda saxla|xatırla|eslab qol|saqlab qo|санаарай|хадгал|"
+    "याद राख|लक्षात ठेव|जतन कर|මතක තබා|සුරකින්න|ចងចាំ|រក្សាទុក|ຈື່ໄວ້|ບັນທຶກ|မှတ်ထား|သိမ်းဆည်း|"
+    "ഓർമ്മിക്ക|ഓർക്കുക|സൂക്ഷിക്ക|గుర్తుంచుకో|ನೆನಪಿಡಿ|ಉಳಿಸಿ|યાદ રાખો|સાચવો|ਯਾਦ ਰੱਖ|په یاد|خوندي کړ|"
+    "xasuuso|kaydi|ka tuna|adana|khumbula|gcina|stoor|mundu|vistaðu|cuimhnigh|sábháil|cofiwch|cofia|"
+    "ftakar|issejvja",
+    "memory_target": "memòria|mälu|atmiņ|atmint|spomin|меморија|меморији|памћењ|памет|kujtes|მეხსიერებ|"
+    "հիշողությ|yaddaş|xotira|санах ой|මතකය|អង្គចងចាំ|ຄວາມຈຳ|မှတ်ဉာဏ်|മെമ്മറി|ഓർമ്മയിൽ|మెమరీ|జ్ఞాపక|"
+    "ಸ್ಮರಣೆ|ಮೆಮೊರಿ|મેમરી|સ્મૃતિ|ਯਾਦਦਾਸ਼ਤ|ਮੈਮੋਰੀ|xusuus|ƙwaƙwalwa|inkumbulo|geheue|minnið|cuimhne|"
+    "i'r cof|yn y cof|memorja",
+    "persistence": "a partir d'ara|d'ara endavant|sempre|aurrerantzean|edaspidi|alati|turpmāk|vienmēr|"
+    "nuo šiol|visada|od zdaj naprej|vedno|убудуће|увек|од сада|отсега нататък|винаги|отсега|секогаш|"
+    "tani e tutje|gjithmonë|ამიერიდან|ყოველთვის|այսուհետ|միշտ|həmişə|bundan buyon|har doim|doimo|"
+    "цаашид|үргэлж|अबदेखि|सधैं|यापुढे|नेहमी|මෙතැන් සිට|සැමවිටම|ចាប់ពីពេលនេះ|ជានិច្ច|ຕໍ່ຈາກນີ້|ສະເໝີ|"
+    "ယခုမှစ|အမြဲ|ഇനി മുതൽ|എപ്പോഴും|ఇకపై|ఎల్లప్పుడూ|ಇನ್ಮುಂದೆ|ಯಾವಾಗಲೂ|હવેથી|હંમેશા|ਹੁਣ ਤੋਂ|ਹਮੇਸ਼ਾ|"
+    "له اوس|had iyo jeer|daga yanzu|koyaushe|kusukela manje|van nou af|altyd|héðan í frá|alltaf|"
+    "as seo amach|i gcónaí|o hyn ymlaen|bob amser|minn issa|dejjem|trajno|трајно|dindindin|bhuan|parhaol",
+    "third_person_user": "usuari|erabiltzaile|kasutaja|lietotāj|naudotoj|vartotoj|uporabnik|корисник|"
+    "потребител|përdorues|მომხმარებ|օգտատեր|istifadəçi|foydalanuvchi|хэрэглэгч|प्रयोगकर्ता|वापरकर्ता|"
+    "පරිශීලක|អ្នកប្រើ|ຜູ້ໃຊ້|အသုံးပြုသူ|ഉപയോക്താവ്|వినియోగదారు|ಬಳಕೆದಾರ|વપરાશકર્તા|ਵਰਤੋਂਕਾਰ|"
+    "کارونکي|isticmaale|mai amfani|umsebenzisi|gebruiker|notand|úsáideoir|defnyddiwr|utent",
+    "authority": "avís del sistema|administraator|süsteemiteade|skrbnik|ადმინისტრატორ|ადმინ|ադմինիստրատոր|"
+    "inzibatçı|админ|प्रशासक|පරිපාලක|អ្នកគ្រប់គ្រង|ຜູ້ດູແລລະບົບ|စီမံခန့်ခွဲသူ|അഡ്മിൻ|నిర్వాహకుడు|"
+    "ನಿರ್ವಾಹಕ|એડમિન|ਐਡਮਿਨ|سیسټم|maamulaha|mai gudanarwa|umlawuli|kerfisstjóri|riarthóir|gweinyddwr|"
+    "amministratur|njoftim|ਨੋਟਿਸ|नोटिस",
+    "correction": "correcció|zuzenketa|ezabatu|corrección|parandus|eemalda|labojums|dzēs|pataisa|ištrink|"
+    "popravek|odstrani|исправка|обриши|уклони|корекция|изтрий|корекција|избриши|korrigjim|zëvendëso|"
+    "hiqni|შესწორება|წაშალე|ուղղում|ջնջիր|düzəliş|tuzatish|o'chir|засвар|устга|सुधार|हटाउनुहोस्|"
+    "दुरुस्ती|काढून टाका|නිවැරදි කිරීම|ඉවත් කරන්න|ការកែតម្រូវ|ການແກ້ໄຂ|ပြင်ဆင်ချက်|തിരുത്ത്|"
+    "മാറ്റുക|సవరణ|తొలగించ|ತಿದ್ದುಪಡಿ|ಅಳಿಸಿ|સુધારો|દૂર કરો|ਸੁਧਾਰ|ਹਟਾਓ|لرې کړ|sixitaan|"
+    "ka saar|ukulungiswa|regstelling|verwyder|leiðrétting|fjarlægðu|ceartúchán|cywiriad|dilëwch|"
+    "korrezzjoni|neħħi|ususe",
+    "safety_topic": "al·lèrgi|ravim|veregrupp|alerģ|asinsgrup|vaist|kraujo grup|zdravil|krvna skupina|"
+    "алергиј|лекови|крвна група|хитне|алергия|лекарств|кръвна група|alergji|ilaç|grupi i gjakut|ალერგი|"
+    "წამალ|სისხლის ჯგუფ|ալերգի|արյան խումբ|allergiya|dərman|qan qrupu|qon guruhi|харшил|цусны бүлэг|"
+    "औषधि|रगत समूह|ऍलर्जी|औषध|रक्तगट|ආසාත්මිකතා|ඖෂධ|රුධිර වර්ගය|អាឡែហ្ស៊ី|ក្រុមឈាម|ກຸ່ມເລືອດ|"
+    "သွေးအုပ်စု|അലർജി|മരുന്ന്|രക്തഗ്രൂപ്പ്|అలెర్జీ|రక్త గ్రూపు|ಅಲರ್ಜಿ|ಔಷಧ|ರಕ್ತದ ಗುಂಪು|"
+    "એલર્જી|બ્લડ ગ્રુપ|ਐਲਰਜੀ|ਦਵਾਈ|ਬਲੱਡ ਗਰੁੱਪ|درمل|د وینې|xasaasiyad|kooxda dhiigga|rashin lafiya|"
+    "rukunin jini|ukungezwani|iqembu legazi|medisyne|bloedgroep|noodkontak|ofnæmi|blóðflokk|ailléirge|"
+    "cógas|grúpa fola|alergedd|meddyginiaeth|grŵp gwaed|allerġija|mediċina|doza|dosis|arašid|"
+    "isimo esiphuthumayo",
+}
+"""Literals per family in rarer languages (joined to :data:`FAMILIES` at build time)."""
+
 _WORD_RE: Final = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _QUOTED_RE: Final = re.compile(r"\"[^\"\n]{6,}\"|“[^”\n]{4,}”|「[^」\n]{4,}」")
 _PAIRS: Final[tuple[tuple[str, str, str], ...]] = (
@@ -370,9 +427,10 @@ def _build() -> tuple[
             english[pattern].add(name)
         for term in family.chinese:
             literal[fold(term.lower())].add(name)
-    for name, terms in OTHER_LANGUAGES.items():
-        for term in terms.split("|"):
-            literal[fold(term.lower())].add(name)
+    for table in (OTHER_LANGUAGES, RARER_LANGUAGES):
+        for name, terms in table.items():
+            for term in terms.split("|"):
+                literal[fold(term.lower())].add(name)
     return _automaton(english), _automaton(literal)
 
 

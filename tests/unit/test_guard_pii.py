@@ -391,6 +391,17 @@ def test_no_passport_without_keyword_nearby(text: str) -> None:
     assert "passport" not in types_in(text)
 
 
+def test_a_phone_number_read_out_in_english_after_a_phone_word_is_a_phone() -> None:
+    """blind15 family (2026-12-04), in other words: a call transcript's number, digit by digit."""
+    text = "Rep: What's a good phone number for you?\nMe: four one five, two two one, nine zero eight seven."
+    assert [(f.type, f.text) for f in detect(text)] == [
+        ("phone", "four one five, two two one, nine zero eight seven")
+    ]
+    assert (
+        types_in("Count to ten: one two three four five six seven eight nine ten, then call it a day") == []
+    )
+
+
 def test_an_airline_reservation_record_gives_its_passport_and_its_card() -> None:
     """blind13's unfixed family (2026-12-04), in other words: IATA ``SSR DOCS`` and ``FP CC..`` lines."""
     pnr = (
@@ -498,6 +509,9 @@ def test_a_dotted_quad_beside_a_longer_version_of_its_family_is_a_version(text: 
         "Mobiel nummer van de huisbaas: 06-12983745",
         "Telefón domov: 0908 552 147",
         "אפשר להתקשר אליי ב-054-883-2210 בערב",
+        # blind15 family (2026-12-04), in other words: phone words of rarer languages
+        "ကျွန်မရဲ့ဖုန်းက 09 512 448 390 ပါ",
+        "Mano telefonas: 0612 45 789",
         # blind14 family (2026-12-04), in other words: the phone word after the number
         "Acil bir durumda 0544 219 33 08 numaralı telefondan bana ulaşın.",
         "急ぎの場合は 080-4411-2093 までお電話ください。",
@@ -823,6 +837,31 @@ def test_documentation_keys_and_prose_about_credentials_are_not_secrets(text: st
         # command-line clients whose short option takes the password
         ("$ redis-cli -h cache01 -a Cache!pw2026 info", "Cache!pw2026"),
         ("sshpass -p 'Tr4il#mix' ssh deploy@10.2.0.7", "Tr4il#mix"),
+        # blind15 families (2026-12-04), in other words: password words of rarer languages
+        ("La contrasenya del wifi és Gira!sol88", "Gira!sol88"),
+        ("Лозинка за е-пошту је Morava#2031", "Morava#2031"),
+        ("Slaptažodis yra Kaunas_3344!", "Kaunas_3344!"),
+        ("An pasfhocal don ríomhaire: Cnoc-Buí-19", "Cnoc-Buí-19"),
+        ("Die wagwoord vir die skootrekenaar is Fynbos!72", "Fynbos!72"),
+        # Cyrillic PIN and one-time codes, and copulas of Bulgarian/Macedonian, Sinhala, Khmer
+        ("ПИН кодът за входната врата е 5519", "5519"),
+        ("Вашиот код за потврда е 883104.", "883104"),
+        ("මගේ කාඩ් PIN එක 6604", "6604"),
+        ("លេខកូដរបស់អ្នកគឺ 771902", "771902"),
+        # any script's digits, and a code read out one digit at a time
+        ("كلمة المرور المؤقتة هي ٧٣٩١٢٤", "٧٣٩١٢٤"),
+        ("Agent: Can you read me the PIN on your card?\nCaller: Yes, 4 8 0 2.", "4 8 0 2"),
+        ("门禁密码我说一下，五 九 二 八 六 零", "五 九 二 八 六 零"),
+        (
+            "The code for the lockbox on the side gate is eight one one four, see you Friday",
+            "eight one one four",
+        ),
+        ("De alarmcode van het kantoor is 3 3 9 1, niet doorgeven", "3 3 9 1"),
+        # Feishu and Teams webhooks
+        (
+            "https://open.feishu.cn/open-apis/bot/v2/hook/2f9a7c10-88b4-4e21-9d3c-5a6b7c8d9e0f",
+            "2f9a7c10-88b4-4e21-9d3c-5a6b7c8d9e0f",
+        ),
     ],
 )
 def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text: str, secret: str) -> None:
@@ -943,6 +982,9 @@ def test_a_credential_named_by_what_it_opens_or_before_its_word_is_blocked(text:
         "entra como invitado con tu cuenta de Google",
         # a date in the clause after a lock's code is no combination
         "The gate code changed on 12/05/26, ask the landlord for the new one.",
+        # blind15 families (2026-12-04), in other words: counting drills and sizes read out are no codes
+        "广播体操口令：一二三四，二二三四，三二三四，四二三四",
+        "The password must be 1 2 3 4 characters? No: at least 12 characters.",
         # a block of documentation keys: the word before the first presents the next ones too
         "Sample from the AWS docs, copied as is:\n# credentials file\n"
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"

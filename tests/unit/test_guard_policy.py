@@ -280,6 +280,8 @@ def test_a_request_restated_by_the_user_is_emphasis_but_from_a_tool_it_is_repeti
         "Der Kunde zahlt nur per PayPal. Ich wiederhole: der Kunde zahlt nur per PayPal.",
         "Клиент хочет доставку только курьером. Повторяю: клиент хочет доставку только курьером.",
         "用户的收货地址改到了杭州西湖区。我再重复一遍：收货地址改到了杭州西湖区。",
+        "La usuària prefereix pagar amb Bizum. Ho repeteixo: la usuària prefereix pagar amb Bizum.",
+        "ग्राहकाला फक्त ऑनलाइन पेमेंट हवे आहे. पुन्हा सांगतो, फक्त ऑनलाइन पेमेंट हवे आहे.",
     ],
 )
 def test_a_claim_announced_as_repeated_is_repetition_from_others_not_from_the_user(text: str) -> None:
