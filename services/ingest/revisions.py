@@ -18,9 +18,12 @@ operations themselves in :mod:`hindsight.chains`.
   passages of one long event (one statement does not revise itself). At most ``max_pairs``
   closest candidates per memory.
 - The facts of turns the judge put into one chain (mode ``revisions``: the older and the newer
-  statement) pair with each other whatever their cosine, first: the turns' verdict is the signal
-  that they are about the same thing, and a fact's wording ("The user moved to Siemens last month."
-  vs "The user is an engineer at Airbus.") is often far from the fact it revises.
+  statement) pair with each other whatever their cosine, first, and all of them, ``max_pairs`` or
+  not: the turns' verdict is the signal that they are about the same thing, and a fact's wording
+  ("The user moved to Siemens last month." vs "The user is an engineer at Airbus.") is often far from
+  the fact it revises. (The unseen set's Lisbon trip gave its turn four facts; the cancellation's fact
+  was judged against three of them, and the fourth, "The user is planning a trip to Lisbon.", stayed
+  current beside the cancellation.) A chain's turns hold a handful of facts, so this stays bounded.
 - Identical text (case and punctuation folded) from the same speaker is ``same`` without a judge call.
 - A fact's text is the extractor's third-person statement, or the turn's own words when the model
   wrote it in another language than the turn (a Chinese turn, an English statement): a fact must be
@@ -131,7 +134,8 @@ def select_candidates(
 ) -> list[Candidate]:
     """The candidate pairs for ``memory_id`` among dense ``hits`` ``(id, cosine, payload)`` (already
     filtered by tenant, user, scope, kind and status active): the ``forced`` ids first whatever their
-    cosine (facts of turns the judge chained), then the rest closest first. Pure (module doc)."""
+    cosine (facts of turns the judge chained; every one of them), then the rest closest first, up to
+    ``max_pairs`` in all. Pure (module doc)."""
     kind = str(payload.get("kind"))
     least = thresholds.cosine(kind)
     speaker = _fold(payload.get("speaker"))
@@ -156,7 +160,8 @@ def select_candidates(
         if hit_id in forced or cosine >= least or (kind == "fact" and same_key(payload, other)):
             out.append(Candidate(hit_id, other, cosine))
     out.sort(key=lambda c: (c.id not in forced, -c.cosine, c.id))
-    return out[: thresholds.max_pairs]
+    chained = sum(1 for c in out if c.id in forced)
+    return out[: max(chained, thresholds.max_pairs)]
 
 
 def _when(payload: dict[str, Any]) -> datetime:

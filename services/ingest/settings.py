@@ -58,7 +58,11 @@ class IngestSettings(BaseSettings):
         0.88, ge=0.0, le=1.0, description="Reconcile: least cosine for two lessons to be a candidate pair."
     )
     reconcile_max_pairs: int = Field(
-        3, ge=1, le=16, description="Reconcile: most candidate pairs judged per memory (the closest)."
+        3,
+        ge=1,
+        le=16,
+        description="Reconcile: most candidate pairs judged per memory (the closest; a chain's facts all "
+        "pair).",
     )
     reconcile_min_update_confidence: float = Field(
         0.5,

@@ -342,6 +342,27 @@ def test_facts_of_chained_turns_pair_first_whatever_their_cosine_other_gates_sti
     assert ids(select_candidates("n", new, hits, LIMITS)) == ["c"]  # without the chain: cosine only
 
 
+def test_every_fact_of_a_chained_turn_pairs_even_beyond_max_pairs() -> None:
+    """The unseen set's Lisbon trip (2026-12-04): its turn gave four facts; cut at max_pairs (3), the
+    fourth was never judged against the cancellation and stayed current."""
+    new = mem("n", "The user cancelled the Airbnb.", kind="fact", attribute="plan", turn="t2")
+    old = [
+        hit(mem(f"o{i}", text, kind="fact", attribute=f"a{i}", turn="t1"), cos)
+        for i, (text, cos) in enumerate(
+            [
+                ("The user is going to Lisbon.", 0.805),
+                ("The user is planning a trip to Lisbon.", 0.795),
+                ("The user is going to Lisbon for one week.", 0.815),
+                ("The user is staying in Lisbon.", 0.827),
+            ]
+        )
+    ]
+    other = hit(mem("x", "The user's Airbnb host is Ana.", kind="fact", attribute="host", turn="t9"), 0.95)
+    chained = frozenset({"o0", "o1", "o2", "o3"})
+    assert ids(select_candidates("n", new, [*old, other], LIMITS, chained)) == ["o3", "o2", "o0", "o1"]
+    assert ids(select_candidates("n", new, [*old, other], LIMITS)) == ["x"]  # unchained: cosine gate
+
+
 def _turn(content: str) -> Memory:
     payload = mem("9b7f4c2e-0000-4000-8000-000000000002", content)
     drop = ("created_ts", "stored_ts", "last_accessed_ts", "text_tokens")
