@@ -349,8 +349,8 @@ def newest_first_in_versions(scored: Sequence[RecalledMemory]) -> list[RecalledM
         for turn_id, _ in mem.evidence:
             entry_of.setdefault(turn_id, i)
     out = list(scored)
-    order_ = sorted(range(len(scored)), key=lambda i: (_created(scored[i]), scored[i].id))
-    for i in order_:  # oldest first: a chain's links are lifted from its oldest version up
+    oldest_first = sorted(range(len(scored)), key=lambda i: (_created(scored[i]), scored[i].id))
+    for i in oldest_first:  # a chain's links are lifted from its oldest version up
         mem = scored[i]
         partners = _partners(mem.payload)
         for _, turn in mem.evidence:

@@ -232,11 +232,11 @@ def inherited_verdicts(
       (bench updates, stores inspected).
     - An older turn with one fact, updated by a newer turn with several: the whole older statement was
       replaced, so its one fact is too, by the newer turn's fact ``closest`` to it (dense cosine; the
-      pair only names the chain's link). "We're going to Lisbon in mid-June, already booked the
-      Airbnb!" then "Lisbon's off. My wife's work won't give her the time, so we cancelled the Airbnb."
-      gave the facts "The user is planning a trip to Lisbon." and "The user's wife works." / "The user
-      cancelled the Airbnb."; the judge, shown the facts alone, kept the trip active beside its own
-      cancellation (bench updates, unseen set, 2026-12-03).
+      pair only names the chain's link), where the judge, shown the facts alone, may keep a plan
+      active beside its own cancellation ("The user is planning a trip." / "The user cancelled the
+      Airbnb."). Written for the unseen set's Lisbon cancellation (2026-12-03), whose older turn, the
+      store showed later, had four facts: there the fix was pairing every chained fact
+      (:func:`select_candidates`); this rule is kept for the one-fact case it names (tests).
 
     A turn with several facts being *replaced* still has each pair judged: only the judge can tell
     which one changed ("I live in Berlin and work at Airbus" then "I moved to Munich"). Only ``update``
