@@ -120,7 +120,7 @@ def _code_is_spans(text: str) -> Iterator[_Span]:
 
 
 _OBJECT_CODE_RE: Final = re.compile(
-    r"(?<![A-Za-z])(?:(?:alarm|deur|kluis|toegangs|poort|hek)?(?:code|kode)|combination|combo|código|codice|код|kod|kód|"
+    r"(?<![A-Za-z])(?:(?P<opens>alarm|deur|kluis|toegangs|poort|hek)?(?:code|kode)|combination|combo|código|codice|код|kod|kód|"
     r"kombinace|kombinacja|kombination)(?![A-Za-z])|कोड",
     re.IGNORECASE,
 )
@@ -195,8 +195,7 @@ def _access_code_spans(text: str) -> Iterator[_Span]:
     for m in _OBJECT_CODE_RE.finditer(text):
         if _NOT_ACCESS_CODE_RE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
-        compound = m.group().lower().startswith(("alarm", "deur", "kluis", "toegangs", "poort", "hek"))
-        if not compound and not _LOCK_CONTEXT_RE.search(
+        if not m.group("opens") and not _LOCK_CONTEXT_RE.search(
             _clause_around(text, m.start(), m.end(), LOCK_CONTEXT_CHARS)
         ):
             continue  # "alarmkode", "deurcode" name what they open themselves
